@@ -1,0 +1,104 @@
+"""One exception handler renders every error as application/problem+json (RFC 9457)."""
+
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from ..exceptions import (
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    RequestTooLarge,
+    ServiceError,
+    Unauthenticated,
+    Unavailable,
+)
+
+log = logging.getLogger(__name__)
+PROBLEM = "application/problem+json"
+RETRY_AFTER_SECONDS = "5"
+
+
+def problem_body(error: ServiceError) -> dict[str, Any]:
+    return {
+        "type": f"https://suspensions.dev/errors/{error.code}",
+        "title": error.title,
+        "status": error.status,
+        "detail": error.detail,
+        "code": error.code,
+        **error.extra,
+    }
+
+
+def _headers(error: ServiceError) -> dict[str, str]:
+    return {"Retry-After": RETRY_AFTER_SECONDS} if error.status == 503 else {}
+
+
+def problem_response(error: ServiceError) -> Response:
+    return Response(problem_body(error), status=error.status, content_type=PROBLEM, headers=_headers(error))
+
+
+def problem_json_response(error: ServiceError) -> JsonResponse:
+    """The same body for places outside DRF (middleware, plain Django views)."""
+    response = JsonResponse(problem_body(error), status=error.status, content_type=PROBLEM)
+    for name, value in _headers(error).items():
+        response[name] = value
+    return response
+
+
+def _field_errors(detail: Any) -> Any:
+    if isinstance(detail, dict):
+        return {key: _field_errors(value) for key, value in detail.items()}
+    if isinstance(detail, list):
+        return [_field_errors(value) for value in detail]
+    return str(detail)
+
+
+def as_service_error(exc: Exception) -> ServiceError | None:
+    """Translate DRF, Django and database exceptions into the stable codes."""
+    if isinstance(exc, ServiceError):
+        return exc
+    if isinstance(exc, drf.ValidationError):
+        errors = _field_errors(exc.detail)
+        if not isinstance(errors, dict):
+            errors = {"non_field_errors": errors}
+        return InvalidRequest("The request has invalid fields.", errors=errors)
+    if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
+        return Unauthenticated(str(exc.detail))
+    if isinstance(exc, drf.PermissionDenied):
+        return Forbidden(str(exc.detail))
+    if isinstance(exc, (drf.NotFound, Http404)):
+        return NotFound()
+    if isinstance(exc, (drf.ParseError, drf.UnsupportedMediaType)):
+        return InvalidRequest(str(exc.detail))
+    if isinstance(exc, RequestDataTooBig):
+        return RequestTooLarge()
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        log.warning("database unavailable: %s", exc)
+        return Unavailable()
+    return None
+
+
+def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    error = as_service_error(exc)
+    if error is not None:
+        return problem_response(error)
+    if isinstance(exc, drf.APIException):
+        # Method not allowed, not acceptable, throttled: keep their HTTP status.
+        body = {
+            "type": "about:blank",
+            "title": str(exc.detail),
+            "status": exc.status_code,
+            "detail": str(exc.detail),
+            "code": exc.default_code,
+        }
+        return Response(body, status=exc.status_code, content_type=PROBLEM)
+    if isinstance(exc, DatabaseError):
+        log.exception("database error")
+        return problem_response(Unavailable())
+    return None

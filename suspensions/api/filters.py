@@ -1,0 +1,73 @@
+"""FilterSets shared by the API lists and the console pages."""
+
+from datetime import timedelta
+from typing import Any
+
+import django_filters as filters
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from .. import scopes
+from ..models import Admission, AdmissionState, Reason, Run, RunState, Suspension
+
+
+def filter_scope(queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
+    """Rows in `value` or below it (the caller's visibility is applied by the selector)."""
+    if not scopes.is_valid(value):
+        return queryset.none()
+    return queryset.filter(**{f"scope_l{scopes.depth(value)}": value})
+
+
+class RunFilter(filters.FilterSet):
+    state = filters.ChoiceFilter(choices=RunState.choices)
+    agent_id = filters.CharFilter()
+    reason = filters.ChoiceFilter(field_name="last_reason", choices=Reason.choices)
+    scope = filters.CharFilter(method=filter_scope)
+    created_after = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    updated_after = filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="gte")
+    updated_before = filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="lt")
+
+    class Meta:
+        model = Run
+        fields: list[str] = []
+
+
+class SuspensionFilter(filters.FilterSet):
+    reason = filters.ChoiceFilter(choices=Reason.choices)
+    agent_id = filters.CharFilter(field_name="run__agent_id")
+    tool = filters.CharFilter(method="filter_tool", label="Pending tool name")
+    scope = filters.CharFilter(method=filter_scope)
+    expires_before = filters.IsoDateTimeFilter(field_name="expires_at", lookup_expr="lt")
+    expires_after = filters.IsoDateTimeFilter(field_name="expires_at", lookup_expr="gte")
+    created_after = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    reply_with = filters.CharFilter()
+    expiring_within = filters.NumberFilter(method="filter_expiring_within", label="Expiring within N seconds")
+    older_than = filters.NumberFilter(method="filter_older_than", label="Paused at least N seconds ago")
+
+    class Meta:
+        model = Suspension
+        fields: list[str] = []
+
+    def filter_tool(self, queryset: QuerySet[Suspension], name: str, value: str) -> QuerySet[Suspension]:
+        return queryset.filter(tool_names__contains=f",{value},")
+
+    def filter_expiring_within(self, queryset: QuerySet[Suspension], name: str, value: Any) -> QuerySet[Suspension]:
+        if value < 0 or value > 10 * 365 * 86400:
+            return queryset.none()
+        return queryset.filter(expires_at__lt=timezone.now() + timedelta(seconds=float(value)))
+
+    def filter_older_than(self, queryset: QuerySet[Suspension], name: str, value: Any) -> QuerySet[Suspension]:
+        if value < 0 or value > 10 * 365 * 86400:
+            return queryset.none()
+        return queryset.filter(created_at__lte=timezone.now() - timedelta(seconds=float(value)))
+
+
+class AdmissionFilter(filters.FilterSet):
+    state = filters.ChoiceFilter(choices=AdmissionState.choices)
+    scope = filters.CharFilter(method=filter_scope)
+
+    class Meta:
+        model = Admission
+        fields: list[str] = []

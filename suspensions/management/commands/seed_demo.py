@@ -1,0 +1,80 @@
+"""Demo data for `make run`: a staff user and a handful of paused runs of every reason."""
+
+import json
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+from ... import services
+from ...models import Membership, Role, Run
+from ...principals import Principal
+from ...tokens import create_token
+
+DEMO_SCOPE = "demo"
+
+
+def _continuation(question: str, tools: list[str]) -> dict[str, Any]:
+    return {
+        "messages": [
+            {"role": "user", "content": "Earlier: what is my order status?"},
+            {"role": "assistant", "content": "Your order shipped yesterday."},
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function"}]},
+        ],
+        "system_prompt": "You are the support agent of ACME. Be brief and precise.",
+        "step_index": 3,
+        "tokens_used": 1840,
+        "new_messages_from": 2,
+        "session_id": "sess-demo",
+        "config": {"model": "gpt-4.1", "temperature": 0.2, "max_steps": 12, "tools": tools, "tools_restricted": True},
+    }
+
+
+PAUSES: list[tuple[str, str, str, dict[str, Any], int]] = [
+    ("refund-agent", "approval", "send_refund", {"order": "A-1042", "amount": 900, "currency": "EUR"}, 86400),
+    ("refund-agent", "approval", "send_refund", {"order": "A-1077", "amount": 45, "currency": "EUR"}, 3600),
+    ("ops-agent", "approval", "restart_service", {"service": "billing-api", "region": "eu-west-1"}, 600),
+    ("ops-agent", "approval", "delete_records", {"table": "sessions", "older_than_days": 90}, 45),
+    ("vpc-agent", "external_tool", "query_warehouse", {"sql": "select count(*) from orders"}, 86400),
+    ("triage-agent", "agent_reply", "ask_billing_agent", {"question": "Was invoice 5521 paid?"}, 120),
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo staff user, an engine token and paused runs of every reason in scope 'demo'."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--username", default="admin")
+        parser.add_argument("--password", default="admin")
+
+    def handle(self, *args: Any, username: str, password: str, **options: Any) -> None:
+        user_model = get_user_model()
+        user, _ = user_model.objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": True})
+        user.set_password(password)
+        user.save()
+        for role in Role.values:
+            membership = Membership(user=user, role=role)
+            membership.stamp_scope(DEMO_SCOPE)
+            if not Membership.objects.filter(user=user, role=role, scope=DEMO_SCOPE).exists():
+                membership.save()
+        engine = Principal(name="token:demo-engine", grants=((DEMO_SCOPE, frozenset(Role.values)),))
+        if not Run.objects.filter(scope=DEMO_SCOPE).exists():
+            for n, (agent, reason, tool, arguments, ttl) in enumerate(PAUSES):
+                run = services.register_run(principal=engine, agent_id=agent, scope=DEMO_SCOPE, session_id=f"sess-{n}")
+                call: dict[str, Any] = {"id": f"call_{n}", "name": tool, "arguments": json.dumps(arguments)}
+                if reason == "agent_reply":
+                    call["reply_with"] = f"q-{n}"
+                services.suspend_run(
+                    principal=engine,
+                    run_id=run.id,
+                    revision=run.revision,
+                    reason=reason,
+                    pending=[call],
+                    continuation=_continuation(f"Please {tool.replace('_', ' ')}.", [tool]),
+                    ttl_seconds=ttl,
+                )
+        _, secret = create_token(scope=DEMO_SCOPE, roles=Role.values, name="demo-all-roles")
+        self.stdout.write(f"login: http://127.0.0.1:8000/console/  user {username}  password {password}")
+        self.stdout.write(f"API token (all roles in scope '{DEMO_SCOPE}'):")
+        self.stdout.write(secret)

@@ -1,0 +1,288 @@
+"""The tables. Invariants live here as constraints; state changes live in services.py."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from . import scopes
+from .ids import uuid7
+
+
+class Reason(models.TextChoices):
+    APPROVAL = "approval"
+    EXTERNAL_TOOL = "external_tool"
+    AGENT_REPLY = "agent_reply"
+
+
+class RunState(models.TextChoices):
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    INCOMPLETE = "incomplete"
+
+
+TERMINAL_STATES = frozenset(
+    {RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.EXPIRED, RunState.INCOMPLETE}
+)
+
+
+class Role(models.TextChoices):
+    ENGINE = "engine"
+    BUS = "bus"
+    APPROVER = "approver"
+    AUDITOR = "auditor"
+    OPERATOR = "operator"
+
+
+class Scoped(models.Model):
+    """A row stamped with a scope at creation; the prefix columns make visibility an equality."""
+
+    scope = models.CharField(max_length=192)
+    scope_l1 = models.CharField(max_length=64, db_index=True, editable=False)
+    scope_l2 = models.CharField(max_length=128, db_index=True, editable=False, blank=True)
+    scope_l3 = models.CharField(max_length=192, db_index=True, editable=False, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def stamp_scope(self, scope: str) -> None:
+        self.scope = scope
+        for name, value in scopes.levels(scope).items():
+            setattr(self, name, value)
+
+
+class Run(Scoped):
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    agent_id = models.CharField(max_length=200, db_index=True)
+    session_id = models.CharField(max_length=200, blank=True)
+    state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.RUNNING)
+    revision = models.BigIntegerField(default=1)
+    error = models.TextField(blank=True)
+    # The reason of the latest pause, kept after the pause is gone so runs can be
+    # filtered by what they waited for.
+    last_reason = models.CharField(max_length=16, choices=Reason.choices, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(revision__gte=1), name="run_revision_gte_1"),
+            models.CheckConstraint(condition=Q(state__in=RunState.values), name="run_state_valid"),
+        ]
+        indexes = [models.Index(fields=["state", "updated_at"], name="run_state_updated")]
+
+    def __str__(self) -> str:
+        return f"run {self.id} ({self.state}, rev {self.revision})"
+
+
+class Suspension(Scoped):
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    # One live pause per run: the unique one-to-one is the invariant.
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="suspension")
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    # Pending calls and continuation are kept as the JSON text we validated,
+    # never re-serialised on the way out.
+    pending = models.TextField()
+    continuation = models.TextField()
+    # ",name1,name2," so a tool-name filter is a plain containment test on any database.
+    tool_names = models.TextField(blank=True)
+    reply_with = models.CharField(max_length=200, blank=True, db_index=True)
+    correlation_id = models.CharField(max_length=1024, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # expires_at with "no deadline" as the far future: a non-null sort key for
+    # the deadline-ordered inbox and its cursor.
+    deadline = models.DateTimeField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(reason__in=Reason.values), name="suspension_reason_valid")]
+        indexes = [
+            # The sweep's scan: only rows with a deadline, in deadline order.
+            models.Index(fields=["expires_at"], name="suspension_sweep", condition=Q(expires_at__isnull=False)),
+            # The approval inbox: one scope's pauses of one reason in deadline order.
+            models.Index(fields=["scope_l1", "reason", "deadline", "id"], name="suspension_inbox_l1"),
+            models.Index(fields=["scope_l2", "reason", "deadline", "id"], name="suspension_inbox_l2"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reason} pause {self.id}"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+class Approval(Scoped):
+    """The approval request opened with an `approval` pause, and how it was resolved."""
+
+    suspension_id = models.UUIDField(primary_key=True)
+    run_id = models.UUIDField(db_index=True)
+    status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING)
+    decided_by = models.CharField(max_length=200, blank=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"approval {self.suspension_id} ({self.status})"
+
+
+class AdmissionSource(models.TextChoices):
+    ONE_SHOT = "one_shot"
+    APPROVAL = "approval"
+    AGENT_REPLY = "agent_reply"
+    DISPATCH = "dispatch"
+
+
+class AdmissionState(models.TextChoices):
+    ADMITTED = "admitted"
+    STARTED = "started"
+    DONE = "done"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    CLOSED = "closed"
+
+
+class Admission(Scoped):
+    """The atomic claim of one pause, bound to one exact input. Evidence: ids are plain columns."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    run_id = models.UUIDField(db_index=True)
+    suspension_id = models.UUIDField()
+    source = models.CharField(max_length=16, choices=AdmissionSource.choices)
+    state = models.CharField(max_length=16, choices=AdmissionState.choices, default=AdmissionState.ADMITTED)
+    # The encoded JSON input, byte for byte as the caller sent it.
+    input = models.TextField()
+    request_digest = models.CharField(max_length=64)
+    suspension_digest = models.CharField(max_length=64)
+    version_revision = models.BigIntegerField()
+    claimed_revision = models.BigIntegerField()
+    actor = models.CharField(max_length=200)
+    admitted_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run_id", "suspension_id"], name="one_admission_per_pause"),
+        ]
+        indexes = [
+            # The engines' work list: admitted work, oldest first.
+            models.Index(fields=["state", "admitted_at"], name="admission_work"),
+        ]
+
+    def __str__(self) -> str:
+        return f"admission {self.id} ({self.state})"
+
+
+class Start(Scoped):
+    """The single grant to execute an admitted continuation."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    admission_id = models.UUIDField(unique=True)
+    run_id = models.UUIDField(db_index=True)
+    suspension_id = models.UUIDField()
+    run_revision = models.BigIntegerField()
+    request_digest = models.CharField(max_length=64)
+    digest = models.CharField(max_length=64)
+    actor = models.CharField(max_length=200)
+    started_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run_id", "suspension_id"], name="one_start_per_pause")]
+
+    def __str__(self) -> str:
+        return f"start {self.id}"
+
+
+class ExpiryReceipt(Scoped):
+    """Proof that an admitted continuation expired before its start."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    run_id = models.UUIDField(db_index=True)
+    suspension_id = models.UUIDField()
+    request_digest = models.CharField(max_length=64)
+    run_revision = models.BigIntegerField()
+    event_id = models.BigIntegerField(null=True)
+    digest = models.CharField(max_length=64)
+    expired_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run_id", "suspension_id"], name="one_expiry_per_pause")]
+
+    def __str__(self) -> str:
+        return f"expiry of {self.suspension_id}"
+
+
+class ClosureReceipt(Scoped):
+    """Proof that an uncertain start was closed as incomplete by an operator."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    run_id = models.UUIDField(db_index=True)
+    suspension_id = models.UUIDField()
+    request = models.TextField()
+    request_digest = models.CharField(max_length=64)
+    run_revision = models.BigIntegerField()
+    event_id = models.BigIntegerField(null=True)
+    actor = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)
+    closed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run_id", "suspension_id"], name="one_closure_per_pause")]
+
+    def __str__(self) -> str:
+        return f"closure of {self.suspension_id}"
+
+
+class Event(Scoped):
+    """Append-only audit row, written in the transaction of the change it records."""
+
+    id = models.BigAutoField(primary_key=True)
+    run_id = models.UUIDField(db_index=True)
+    kind = models.CharField(max_length=32)
+    actor = models.CharField(max_length=200)
+    revision = models.BigIntegerField()
+    data = models.JSONField(default=dict)
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["run_id", "id"], name="event_timeline")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} r{self.revision}"
+
+
+class ApiToken(Scoped):
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    name = models.CharField(max_length=200)
+    roles = models.CharField(max_length=200, help_text="Comma-separated roles.")
+    # SHA-256 of the secret; the secret itself is shown once and never stored.
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=16, editable=False)
+    revoked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def role_set(self) -> frozenset[str]:
+        return frozenset(r for r in self.roles.split(",") if r)
+
+
+class Membership(Scoped):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "scope", "role"], name="one_membership_per_role")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} in {self.scope}"

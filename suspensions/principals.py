@@ -1,0 +1,64 @@
+"""Who is calling: an API token or a staff user, reduced to (scope, roles) grants."""
+
+from dataclasses import dataclass, field
+
+from django.db.models import Q
+
+from . import scopes
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    grants: tuple[tuple[str, frozenset[str]], ...] = ()
+    superuser: bool = False
+    token_id: str | None = field(default=None, compare=False)
+
+    # DRF's IsAuthenticated reads these.
+    is_authenticated: bool = True
+    is_active: bool = True
+
+    def can(self, role: str, scope: str) -> bool:
+        """True when the principal holds `role` in a scope covering `scope`."""
+        if self.superuser:
+            return True
+        return any(role in roles and scopes.covers(held, scope) for held, roles in self.grants)
+
+    def sees(self, scope: str) -> bool:
+        return self.superuser or any(scopes.covers(held, scope) for held, _ in self.grants)
+
+    def scopes_with(self, *roles: str) -> list[str]:
+        """Scopes where the principal holds any of `roles` (any role at all when none is named)."""
+        return [held for held, granted in self.grants if not roles or granted & set(roles)]
+
+    def scope_q(self, *roles: str, prefix: str = "") -> Q:
+        """A filter on the scope prefix columns: the rows this principal may see.
+
+        With no grants it matches nothing (pk__in=[]), never everything.
+        """
+        if self.superuser:
+            return Q()
+        q = Q(pk__in=[])
+        for held in self.scopes_with(*roles):
+            q |= Q(**{f"{prefix}scope_l{scopes.depth(held)}": held})
+        return q
+
+
+def for_token(token: object) -> Principal:
+    from .models import ApiToken
+
+    assert isinstance(token, ApiToken)
+    return Principal(name=f"token:{token.name}", grants=((token.scope, token.role_set),), token_id=str(token.id))
+
+
+def for_user(user: object) -> Principal:
+    from .models import Membership
+
+    grants: dict[str, set[str]] = {}
+    for scope, role in Membership.objects.filter(user=user).values_list("scope", "role"):
+        grants.setdefault(scope, set()).add(role)
+    return Principal(
+        name=f"user:{user.get_username()}",  # type: ignore[attr-defined]
+        grants=tuple((s, frozenset(r)) for s, r in sorted(grants.items())),
+        superuser=bool(getattr(user, "is_superuser", False)),
+    )

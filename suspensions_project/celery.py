@@ -1,0 +1,11 @@
+"""The Celery app: the worker and beat run the expiry sweep (DESIGN §6)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "suspensions_project.settings")
+
+app = Celery("suspensions")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,88 @@
+"""Builders for request bodies and API calls, shared by the tests."""
+
+import json
+from typing import Any
+
+from rest_framework.test import APIClient
+
+from suspensions.models import Admission, Event, Run, Start, Suspension
+
+
+def continuation(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "messages": [
+            {"role": "user", "content": "history"},
+            {"role": "user", "content": "please refund"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        ],
+        "system_prompt": "You are careful.",
+        "step_index": 2,
+        "tokens_used": 120,
+        "new_messages_from": 1,
+        "session_id": "sess-1",
+        "config": {"model": "m-1", "temperature": None, "max_steps": 10, "tools": ["refund"]},
+    }
+    body.update(overrides)
+    return body
+
+
+def call(call_id: str = "c1", name: str = "refund", arguments: str = '{"amount": 900}', **extra: Any) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "arguments": arguments, **extra}
+
+
+def client(secret: str) -> APIClient:
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return c
+
+
+def post(c: APIClient, url: str, body: Any) -> Any:
+    return c.post(url, data=json.dumps(body), content_type="application/json")
+
+
+def register(c: APIClient, scope: str | None = None, agent_id: str = "agent-1") -> dict[str, Any]:
+    body: dict[str, Any] = {"agent_id": agent_id}
+    if scope:
+        body["scope"] = scope
+    response = post(c, "/api/v1/runs", body)
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def pause(
+    c: APIClient,
+    *,
+    scope: str | None = None,
+    reason: str = "external_tool",
+    pending: list[dict[str, Any]] | None = None,
+    ttl_seconds: int | None = None,
+    cont: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Register a run and pause it; returns the suspension body (with run_revision)."""
+    run = register(c, scope)
+    body: dict[str, Any] = {
+        "revision": run["revision"],
+        "reason": reason,
+        "pending": pending or [call(**({"reply_with": "q-1"} if reason == "agent_reply" else {}))],
+        "continuation": cont or continuation(),
+    }
+    if ttl_seconds is not None:
+        body["ttl_seconds"] = ttl_seconds
+    response = post(c, f"/api/v1/runs/{run['id']}/suspend", body)
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def version(s: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": s["run_id"], "suspension_id": s["id"], "run_revision": s["run_revision"]}
+
+
+def snapshot() -> dict[str, Any]:
+    """Everything a refusal must leave untouched."""
+    return {
+        "runs": sorted(Run.objects.values_list("id", "state", "revision")),
+        "suspensions": Suspension.objects.count(),
+        "admissions": Admission.objects.count(),
+        "starts": Start.objects.count(),
+        "events": Event.objects.count(),
+    }
