@@ -13,3 +13,7 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.5; done
 fi
 redis-cli -h 127.0.0.1 -p 6379 ping
+
+# The database that makemigrations --check and the benchmarks connect to (the tests make their own).
+psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'suspensions'" | grep -q 1 \
+  || createdb -h 127.0.0.1 -U postgres suspensions
