@@ -89,7 +89,8 @@ class Suspension(Scoped):
     continuation = models.TextField()
     # ",name1,name2," so a tool-name filter is a plain containment test on any database.
     tool_names = models.TextField(blank=True)
-    reply_with = models.CharField(max_length=200, blank=True, db_index=True)
+    # Wide enough for a flow wait's store key (DESIGN §9); API pauses send at most 200.
+    reply_with = models.CharField(max_length=1100, blank=True, db_index=True)
     correlation_id = models.CharField(max_length=1024, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     # expires_at with "no deadline" as the far future: a non-null sort key for
@@ -105,6 +106,9 @@ class Suspension(Scoped):
             # The approval inbox: one scope's pauses of one reason in deadline order.
             models.Index(fields=["scope_l1", "reason", "deadline", "id"], name="suspension_inbox_l1"),
             models.Index(fields=["scope_l2", "reason", "deadline", "id"], name="suspension_inbox_l2"),
+            # A superuser's inbox (no scope filter) and the dashboard's "oldest pending approval".
+            models.Index(fields=["reason", "deadline", "id"], name="suspension_inbox_all"),
+            models.Index(fields=["reason", "created_at"], name="suspension_oldest"),
         ]
 
     def __str__(self) -> str:
@@ -286,3 +290,40 @@ class Membership(Scoped):
 
     def __str__(self) -> str:
         return f"{self.user} {self.role} in {self.scope}"
+
+
+class FlowWait(Scoped):
+    """A correlation-keyed wait (DESIGN §9): finds the run and pause a flow parked under a store key.
+
+    Kept after the wait is consumed, so a retried resume finds its admission to
+    replay. `live` is cleared by the resume that claims it, or by the next park
+    on the same key once the pause is gone (cancelled or expired).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    store_key = models.CharField(max_length=1100)
+    correlation_id = models.CharField(max_length=1024)
+    nonce = models.CharField(max_length=32, unique=True)
+    pack = models.CharField(max_length=100)
+    flow = models.CharField(max_length=100)
+    # SHA-256 of the decision token; the token itself is never stored.
+    decision_token_hash = models.CharField(max_length=64, blank=True)
+    run_id = models.UUIDField()
+    suspension_id = models.UUIDField()
+    # The revision the park left the run at: the claim version a resume presents.
+    run_revision = models.BigIntegerField()
+    live = models.BooleanField(default=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # One live wait per key: the second park's insert fails here (already_suspended).
+            models.UniqueConstraint(
+                fields=["scope", "store_key"], condition=Q(live=True), name="one_live_wait_per_key"
+            ),
+        ]
+        # The resume's lookup of a key, live or consumed.
+        indexes = [models.Index(fields=["scope", "store_key"], name="flow_wait_key")]
+
+    def __str__(self) -> str:
+        return f"flow wait {self.store_key}"

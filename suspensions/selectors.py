@@ -1,8 +1,22 @@
 """Scoped reads shared by the API, the console and the tasks. Selectors never lock."""
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from .models import Admission, Approval, ClosureReceipt, Event, ExpiryReceipt, Reason, Run, RunState, Start, Suspension
+from . import scopes
+from .models import (
+    Admission,
+    AdmissionSource,
+    AdmissionState,
+    Approval,
+    ClosureReceipt,
+    Event,
+    ExpiryReceipt,
+    Reason,
+    Run,
+    RunState,
+    Start,
+    Suspension,
+)
 from .principals import Principal
 
 
@@ -51,3 +65,26 @@ def expiries(principal: Principal) -> QuerySet[ExpiryReceipt]:
 
 def closures(principal: Principal) -> QuerySet[ClosureReceipt]:
     return ClosureReceipt.objects.filter(principal.scope_q())
+
+
+def agent_reply_runs(principal: Principal) -> QuerySet[Run]:
+    """Runs the bus must answer or recover (DESIGN §8), by id, in the scopes it holds `bus` in exactly.
+
+    A run qualifies while it holds an agent-reply pause (expired and admitted
+    ones included) or, once a start consumed that pause, while it runs an
+    agent-reply or dispatch admission. One query: two EXISTS on run_id indexes.
+    """
+    if principal.superuser:
+        exact = Q()
+    else:
+        # Exact scope, not sub-scopes: each bus answers only for its own level.
+        exact = Q(pk__in=[])
+        for held in principal.scopes_with("bus"):
+            exact |= Q(**{f"scope_l{scopes.depth(held)}": held, "scope": held})
+    pause = Suspension.objects.filter(run=OuterRef("pk"), reason=Reason.AGENT_REPLY)
+    running = Admission.objects.filter(
+        run_id=OuterRef("pk"),
+        state__in=[AdmissionState.ADMITTED, AdmissionState.STARTED],
+        source__in=[AdmissionSource.AGENT_REPLY, AdmissionSource.DISPATCH],
+    )
+    return Run.objects.filter(exact).filter(Exists(pause) | Q(Exists(running), state=RunState.RUNNING)).order_by("id")

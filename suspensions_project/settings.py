@@ -101,6 +101,15 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 SUSPENSION_TTL_SECONDS = env.int("SUSPENSION_TTL_SECONDS", default=86400)
 SWEEP_INTERVAL_SECONDS = env.int("SWEEP_INTERVAL_SECONDS", default=60)
 SWEEP_BATCH_SIZE = env.int("SWEEP_BATCH_SIZE", default=1000)
+SWEEP_TIME_LIMIT_SECONDS = env.int("SWEEP_TIME_LIMIT_SECONDS", default=300)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-expired": {
+        "task": "suspensions.tasks.sweep_expired",
+        "schedule": SWEEP_INTERVAL_SECONDS,
+        # A sweep still queued when the next one is due is dropped: the next covers it.
+        "options": {"expires": SWEEP_INTERVAL_SECONDS},
+    },
+}
 
 # DESIGN §5: retained inputs up to 8 MiB, bodies up to 8 MiB + 64 KiB.
 MAX_INPUT_BYTES = 8 * 1024 * 1024
@@ -154,6 +163,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "suspensions.api.schema.problem_responses",
+    ],
 }
 
 LOGGING = {

@@ -1,8 +1,11 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from suspensions import health
+
+handler404 = "suspensions.api.errors.not_found"
 
 urlpatterns = [
     path("api/v1/", include("suspensions.api.urls")),
@@ -11,4 +14,6 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
+    path("console/", include("suspensions.console.urls")),
+    path("", RedirectView.as_view(pattern_name="console:dashboard", permanent=False)),
 ]

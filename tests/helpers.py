@@ -5,7 +5,7 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
-from suspensions.models import Admission, Event, Run, Start, Suspension
+from suspensions.models import Admission, Approval, Event, FlowWait, Run, Start, Suspension
 
 
 def continuation(**overrides: Any) -> dict[str, Any]:
@@ -57,9 +57,10 @@ def pause(
     pending: list[dict[str, Any]] | None = None,
     ttl_seconds: int | None = None,
     cont: dict[str, Any] | None = None,
+    agent_id: str = "agent-1",
 ) -> dict[str, Any]:
     """Register a run and pause it; returns the suspension body (with run_revision)."""
-    run = register(c, scope)
+    run = register(c, scope, agent_id)
     body: dict[str, Any] = {
         "revision": run["revision"],
         "reason": reason,
@@ -77,6 +78,12 @@ def version(s: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": s["run_id"], "suspension_id": s["id"], "run_revision": s["run_revision"]}
 
 
+def resume(c: APIClient, s: dict[str, Any], results: list[dict[str, Any]] | None = None) -> Any:
+    """POST the one-shot resume (T3) of pause `s`; by default one result for its call c1."""
+    body = {"version": version(s), "results": results or [{"call_id": "c1", "content": "done"}]}
+    return post(c, f"/api/v1/runs/{s['run_id']}/resume", body)
+
+
 def snapshot() -> dict[str, Any]:
     """Everything a refusal must leave untouched."""
     return {
@@ -85,4 +92,39 @@ def snapshot() -> dict[str, Any]:
         "admissions": Admission.objects.count(),
         "starts": Start.objects.count(),
         "events": Event.objects.count(),
+        "approvals": sorted(Approval.objects.values_list("suspension_id", "status")),
+        "flow_waits": sorted(FlowWait.objects.values_list("id", "live")),
     }
+
+
+def problem(response: Any, status: int, code: str) -> dict[str, Any]:
+    """Assert an RFC 9457 problem with `status` and `code`; returns its body."""
+    assert response.status_code == status, response.content[:2000]
+    assert response["Content-Type"].startswith("application/problem+json")
+    body = response.json()
+    assert {"type", "title", "status", "detail", "code"} <= body.keys()
+    assert (body["status"], body["code"]) == (status, code)
+    return body
+
+
+def refused(send: Any, status: int, code: str) -> dict[str, Any]:
+    """Call `send()`, assert the problem it answers and that nothing was written."""
+    before = snapshot()
+    body = problem(send(), status, code)
+    assert snapshot() == before
+    return body
+
+
+def member(username: str, grants: dict[str, list[str]] | None = None, **flags: Any) -> Any:
+    """A console user (password "pw") holding `grants` as memberships: {scope: [roles]}."""
+    from django.contrib.auth import get_user_model
+
+    from suspensions.models import Membership
+
+    user = get_user_model().objects.create_user(username=username, password="pw", **flags)
+    for scope, roles in (grants or {}).items():
+        for role in roles:
+            m = Membership(user=user, role=role)
+            m.stamp_scope(scope)
+            m.save()
+    return user

@@ -56,6 +56,8 @@ def principal_of(request: Any) -> Principal:
     user = request.user
     if isinstance(user, Principal):
         return user
+    if user is None or not user.is_authenticated:
+        return Principal(name="anonymous", is_authenticated=False)
     cached = getattr(request, "_suspensions_principal", None)
     if cached is None:
         cached = for_user(user)

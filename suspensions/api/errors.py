@@ -5,7 +5,8 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -102,3 +103,10 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         log.exception("database error")
         return problem_response(Unavailable())
     return None
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: a path no API route matches (a malformed id) is still a problem, not an HTML page."""
+    if request.path.startswith("/api/"):
+        return problem_json_response(NotFound())
+    return defaults.page_not_found(request, exception)

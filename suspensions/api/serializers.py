@@ -23,9 +23,14 @@ class Strict(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _json_text(value: str, what: str) -> str:
     try:
-        json.loads(value)
+        # Python reads NaN and Infinity; JSON does not have them.
+        json.loads(value, parse_constant=_not_json)
     except ValueError:
         raise serializers.ValidationError(f"{what} must be a string holding valid JSON.") from None
     return value
@@ -225,3 +230,100 @@ class EventOut(serializers.Serializer):
     revision = serializers.IntegerField()
     data = serializers.JSONField()
     at = serializers.DateTimeField()
+
+
+class PendingCallOut(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    arguments = serializers.CharField()
+    reply_with = serializers.CharField(required=False)
+
+
+class SuspensionSummaryOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    run_id = serializers.UUIDField()
+    scope = serializers.CharField()
+    agent_id = serializers.CharField()
+    reason = serializers.CharField()
+    pending = PendingCallOut(many=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    run_revision = serializers.IntegerField()
+    run_state = serializers.CharField()
+    correlation_id = serializers.CharField(allow_null=True)
+
+
+class SuspensionOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    run_id = serializers.UUIDField()
+    scope = serializers.CharField()
+    reason = serializers.CharField()
+    pending = PendingCallOut(many=True)
+    continuation = serializers.JSONField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    correlation_id = serializers.CharField(allow_null=True)
+    run_revision = serializers.IntegerField(required=False)
+    run_state = serializers.CharField(required=False)
+
+
+class VersionOut(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    run_revision = serializers.IntegerField()
+
+
+class AdmissionReceiptOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    scope = serializers.CharField()
+    source = serializers.CharField()
+    # Only in lists and `latest`: the receipt itself is immutable, the state is not.
+    state = serializers.CharField(required=False)
+    version = VersionOut()
+    request_digest = serializers.CharField()
+    suspension_digest = serializers.CharField()
+    claimed_revision = serializers.IntegerField()
+    admitted_at = serializers.DateTimeField()
+    actor = serializers.CharField()
+    valid = serializers.BooleanField()
+    fresh = serializers.BooleanField()
+
+
+class StartReceiptOut(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    run_revision = serializers.IntegerField()
+    request_digest = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    digest = serializers.CharField()
+    valid = serializers.BooleanField()
+
+
+class LatestAdmissionOut(AdmissionReceiptOut):
+    start = StartReceiptOut(allow_null=True)
+
+
+class ClaimedOut(serializers.Serializer):
+    """A claim or start: receipts; only a fresh grant of execution carries the pause and its input."""
+
+    run_id = serializers.UUIDField()
+    run_revision = serializers.IntegerField()
+    run_state = serializers.CharField()
+    admission = AdmissionReceiptOut(required=False)
+    start = StartReceiptOut(required=False)
+    fresh = serializers.BooleanField()
+    suspension = SuspensionOut(required=False)
+    results = serializers.ListField(child=serializers.JSONField(), required=False)
+    input = serializers.CharField(required=False)
+
+
+class DeniedOut(serializers.Serializer):
+    decision = serializers.CharField()
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    run_state = serializers.CharField()
+    run_revision = serializers.IntegerField()
+    reason = serializers.CharField()
+    fresh = serializers.BooleanField()

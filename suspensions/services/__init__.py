@@ -3,6 +3,7 @@
 core.py holds T1-T8; each later capability adds its module and one import line here.
 """
 
+from .closure import Closed, ClosureRequest, close_run, closure_of, closure_receipt  # noqa: F401
 from .core import (  # noqa: F401
     Claimed,
     Denied,
@@ -23,3 +24,5 @@ from .core import (  # noqa: F401
     suspension_body,
     suspension_digest_of,
 )
+from .flows import Envelope, ParkedWait, park_flow_wait, resume_flow_wait  # noqa: F401
+from .sweep import SweepResult, expire_batch, expire_suspensions, expiry_receipt  # noqa: F401

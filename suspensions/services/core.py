@@ -17,7 +17,6 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import DateTimeField, Func
-from django.db.models.functions import Now
 
 from .. import digests, scopes, selectors
 from ..exceptions import (
@@ -38,6 +37,7 @@ from ..exceptions import (
     ResumeAlreadyStarted,
     SuspensionExpired,
     VersionConflict,
+    WrongGate,
 )
 from ..models import (
     Admission,
@@ -59,13 +59,10 @@ FAR_FUTURE = datetime(9999, 12, 31, tzinfo=digests.UTC)
 
 
 class ClockTimestamp(Func):
-    """The database clock at the moment of the statement (one `now` per request)."""
+    """PostgreSQL's clock at the moment of the statement (one `now` per request)."""
 
     template = "CLOCK_TIMESTAMP()"
     output_field = DateTimeField()
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return Now().as_sql(compiler, connection, **extra)
 
 
 @dataclass(frozen=True)
@@ -108,21 +105,21 @@ def db_now() -> datetime:
 
 def _lock_run(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspension | None, datetime]:
     """Lock one visible run (404 otherwise) and read its live pause and the clock in the same statement."""
-    run = (
-        selectors.runs(principal)
-        .filter(pk=run_id)
-        .select_related("suspension")
-        .select_for_update(no_key=True, of=("self",))
-        .annotate(db_now=ClockTimestamp())
-        .first()
-    )
+    query = selectors.runs(principal).filter(pk=run_id).select_related("suspension")
+    query = query.select_for_update(no_key=True, of=("self",))
+    postgres = connection.vendor == "postgresql"
+    if postgres:
+        query = query.annotate(db_now=ClockTimestamp())
+    run = query.first()
     if run is None:
         raise NotFound(f"run {run_id} not found")
     try:
         suspension: Suspension | None = run.suspension
     except Suspension.DoesNotExist:
         suspension = None
-    return run, suspension, run.db_now  # type: ignore[attr-defined]
+    # SQLite's own clock has millisecond resolution: the embedded default reads
+    # the one clock db_now() reads, so the deadline partition never disagrees with itself.
+    return run, suspension, run.db_now if postgres else db_now()  # type: ignore[attr-defined]
 
 
 def _require(principal: Principal, role: str, scope: str) -> None:
@@ -177,6 +174,9 @@ def _check_reason(suspension: Suspension | None, version: Version, path: str) ->
     """DESIGN §4: who may answer which reason. Applies to the pause the version names."""
     if suspension is None or suspension.id != version.suspension_id:
         return
+    if suspension.correlation_id:
+        # A flow wait opens only through its gate (nonce, decision token): services/flows.py.
+        raise WrongGate("this wait is resumed only by its correlation id, through POST /api/v1/dispatch/resume")
     refusals = {
         (Reason.APPROVAL, "one_shot"): RequiresApproval,
         (Reason.AGENT_REPLY, "one_shot"): AgentReplyOnly,
@@ -560,7 +560,9 @@ def deny_approval(*, principal: Principal, suspension_id: UUID | str, version: V
             and run.revision == version.run_revision
         )
         if not current:
-            prior = Approval.objects.filter(suspension_id=version.suspension_id, status=ApprovalStatus.DENIED).first()
+            prior = Approval.objects.filter(
+                suspension_id=version.suspension_id, run_id=run.id, status=ApprovalStatus.DENIED
+            ).first()
             if prior is not None and prior.decided_by == principal.name and prior.note == reason:
                 return Denied(run=run, suspension_id=version.suspension_id, reason=reason, fresh=False)
             _existing_claim(run, live, version)  # raises the loser's refusal
@@ -649,13 +651,13 @@ def cancel_run(*, principal: Principal, run_id: UUID | str, revision: int) -> Ru
 
 
 def admission_receipt(admission: Admission, *, fresh: bool) -> dict[str, Any]:
+    """The immutable proof of a claim: no mutable state in it, so a replay answers it unchanged."""
     return {
         "id": str(admission.id),
         "run_id": str(admission.run_id),
         "suspension_id": str(admission.suspension_id),
         "scope": admission.scope,
         "source": admission.source,
-        "state": admission.state,
         "version": digests.version_dict(admission.run_id, admission.suspension_id, admission.version_revision),
         "request_digest": admission.request_digest,
         "suspension_digest": admission.suspension_digest,

@@ -1,0 +1,445 @@
+"""Issue 8.1: the framework overhead of the resume path.
+
+One workload three ways, interleaved round by round, median of the rounds:
+
+- R1: raw psycopg 3 replaying exactly the statements the service issued for a
+  pause and a one-shot resume (captured from the service with an execute
+  wrapper, replayed with fresh ids through a ClientCursor as Django does);
+- S-in: the service functions called in-process;
+- S-http: the HTTP API under gunicorn (gthread, keep-alive), driven by
+  keep-alive http.client connections in threads on 127.0.0.1.
+
+A cycle is one pause (T2) plus one one-shot resume (T3) of a registered run;
+runs are registered beforehand with COPY. Counts come from a separate pass
+through the counting proxy, never from the timed pass.
+
+    .venv/bin/python bench/resume.py [--rounds 3] [--ops 300] [--clients 1,8,32]
+"""
+
+import time
+import uuid
+from typing import Any
+
+import common
+
+SCOPE = "bench"
+RESULTS = [{"call_id": "c1", "content": {"ok": True, "rows": 3}}]
+
+
+# -- capture ------------------------------------------------------------------------
+
+
+def capture(fn: Any) -> tuple[list[tuple[str, Any, bool]], Any]:
+    """Run `fn()` and return the (sql, params, many) it executed through Django, in order."""
+    from django.db import connection
+
+    calls: list[tuple[str, Any, bool]] = []
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        calls.append((sql, params, many))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        result = fn()
+    return calls, result
+
+
+def capture_templates() -> "Replay":
+    """The statements of one pause and one one-shot resume, as the service issues them."""
+    from suspensions import services
+
+    who = common.principal(SCOPE, ["engine"])
+    run_id = common.bulk_runs(1, SCOPE)[0]
+    pause, suspension = capture(
+        lambda: services.suspend_run(
+            principal=who,
+            run_id=run_id,
+            revision=1,
+            reason="external_tool",
+            pending=common.pending_call(),
+            continuation=common.continuation(),
+        )
+    )
+    version = services.Version(run_id=run_id, suspension_id=suspension.id, run_revision=2)
+    resume, claimed = capture(
+        lambda: services.resume_run(principal=who, run_id=run_id, version=version, results=RESULTS)
+    )
+    old = {"run": run_id, "suspension": suspension.id, "admission": claimed.admission.id, "start": claimed.start.id}
+    return Replay({"pause": pause, "resume": resume}, old)
+
+
+def _swap(value: Any, mapping: dict[Any, Any]) -> Any:
+    if isinstance(value, uuid.UUID):
+        return mapping.get(value, value)
+    if isinstance(value, str):
+        return mapping.get(value, value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_swap(v, mapping) for v in value)
+    return value
+
+
+class Replay:
+    """R1: captured statements executed by plain psycopg, one transaction per call like the service.
+
+    `statements` maps a call kind to its (sql, params, many) list; `old` names
+    the ids the capture created, which each replay swaps for fresh ones.
+    """
+
+    def __init__(self, statements: dict[str, list[tuple[str, Any, bool]]], old: dict[str, Any]) -> None:
+        self.statements = statements
+        self.old = old
+
+    def ids_for(self, run_id: Any = None) -> dict[Any, Any]:
+        from suspensions.ids import uuid7
+
+        mapping: dict[Any, Any] = {}
+        for key, old in self.old.items():
+            fresh = run_id if key == "run" and run_id is not None else uuid7()
+            mapping[old] = fresh
+            mapping[str(old)] = str(fresh)
+        return mapping
+
+    def call(self, conn: Any, kind: str, mapping: dict[Any, Any]) -> None:
+        with conn.transaction():
+            with conn.cursor() as cursor:
+                for sql, params, _many in self.statements[kind]:
+                    cursor.execute(sql, _swap(params, mapping))
+                    if cursor.description is not None:
+                        cursor.fetchall()
+
+
+def raw_connection(port: int | None = None) -> Any:
+    import psycopg
+
+    info = common.conninfo(common.bench_database_url())
+    if port is not None:
+        info["port"] = port
+    return psycopg.connect(**{k: v for k, v in info.items() if v is not None}, cursor_factory=psycopg.ClientCursor)
+
+
+# -- the three ways ---------------------------------------------------------------------
+
+
+def r1_phase(replay: Replay, clients: int, ops: int) -> dict[str, Any]:
+    chunks = common.split(common.bulk_runs(ops, SCOPE), clients)
+    conns = [raw_connection() for _ in range(clients)]
+
+    def work(i: int) -> list[float]:
+        lat: list[float] = []
+        for run_id in chunks[i]:
+            mapping = replay.ids_for(run_id)
+            for kind in ("pause", "resume"):
+                t0 = time.perf_counter()
+                replay.call(conns[i], kind, mapping)
+                lat.append(time.perf_counter() - t0)
+        return lat
+
+    cpu = time.process_time()
+    try:
+        return summarise(*common.run_threads(clients, work), ops, client_cpu=time.process_time() - cpu)
+    finally:
+        for c in conns:
+            c.close()
+
+
+def service_cycle(who: Any, run_id: Any, lat: list[float]) -> None:
+    from suspensions import services
+
+    t0 = time.perf_counter()
+    suspension = services.suspend_run(
+        principal=who,
+        run_id=run_id,
+        revision=1,
+        reason="external_tool",
+        pending=common.pending_call(),
+        continuation=common.continuation(),
+    )
+    t1 = time.perf_counter()
+    version = services.Version(run_id=run_id, suspension_id=suspension.id, run_revision=2)
+    claimed = services.resume_run(principal=who, run_id=run_id, version=version, results=RESULTS)
+    t2 = time.perf_counter()
+    assert claimed.fresh
+    lat += [t1 - t0, t2 - t1]
+
+
+def s_in_phase(clients: int, ops: int) -> dict[str, Any]:
+    from django.db import connection
+
+    who = common.principal(SCOPE, ["engine"])
+    chunks = common.split(common.bulk_runs(ops, SCOPE), clients)
+
+    def work(i: int) -> list[float]:
+        lat: list[float] = []
+        try:
+            for run_id in chunks[i]:
+                service_cycle(who, run_id, lat)
+        finally:
+            if clients > 1:
+                connection.close()
+        return lat
+
+    cpu = time.process_time()
+    return summarise(*common.run_threads(clients, work), ops, client_cpu=time.process_time() - cpu)
+
+
+def http_cycle(client: common.Client, run_id: Any, lat: list[float]) -> None:
+    t0 = time.perf_counter()
+    status, body = client.call(
+        "POST",
+        f"/api/v1/runs/{run_id}/suspend",
+        {
+            "revision": 1,
+            "reason": "external_tool",
+            "pending": common.pending_call(),
+            "continuation": common.continuation(),
+        },
+    )
+    t1 = time.perf_counter()
+    assert status == 201, body[:300]
+    suspension_id = body.split(b'"id":"', 1)[1][:36].decode()
+    version = {"run_id": str(run_id), "suspension_id": suspension_id, "run_revision": 2}
+    status, body = client.call("POST", f"/api/v1/runs/{run_id}/resume", {"version": version, "results": RESULTS})
+    t2 = time.perf_counter()
+    assert status == 201, body[:300]
+    lat += [t1 - t0, t2 - t1]
+
+
+def s_http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int) -> dict[str, Any]:
+    chunks = common.split(common.bulk_runs(ops, SCOPE), clients)
+    conns = [common.Client(server.port, secret) for _ in range(clients)]
+
+    def work(i: int) -> list[float]:
+        lat: list[float] = []
+        for run_id in chunks[i]:
+            http_cycle(conns[i], run_id, lat)
+        return lat
+
+    cpu, server_cpu = time.process_time(), server.cpu_seconds()
+    try:
+        wall, latencies = common.run_threads(clients, work)
+        return summarise(
+            wall,
+            latencies,
+            ops,
+            client_cpu=time.process_time() - cpu,
+            server_cpu=server.cpu_seconds() - server_cpu,
+        )
+    finally:
+        for c in conns:
+            c.close()
+
+
+def summarise(
+    wall: float, latencies: list[float], ops: int, *, client_cpu: float, server_cpu: float = 0.0
+) -> dict[str, Any]:
+    """Throughput, latency, and CPU per cycle: this process's (driver or service) and gunicorn's workers'."""
+    pauses, resumes = latencies[0::2], latencies[1::2]
+    return {
+        "cycles_per_s": round(ops / wall, 1),
+        "bench_cpu_ms_per_cycle": round(client_cpu / ops * 1000, 2),
+        "web_cpu_ms_per_cycle": round(server_cpu / ops * 1000, 2),
+        "pause_p50_ms": common.ms(common.percentile(pauses, 50)),
+        "pause_p99_ms": common.ms(common.percentile(pauses, 99)),
+        "resume_p50_ms": common.ms(common.percentile(resumes, 50)),
+        "resume_p99_ms": common.ms(common.percentile(resumes, 99)),
+    }
+
+
+# -- counting pass ----------------------------------------------------------------------
+
+
+def counted(proxy: common.CountingProxy, call: Any) -> dict[str, int]:
+    before = proxy.snapshot()
+    call()
+    after = proxy.snapshot()
+    return {key: after[key] - before[key] for key in after}
+
+
+def add(total: dict[str, dict[str, int]], kind: str, counts: dict[str, int]) -> None:
+    bucket = total.setdefault(kind, {})
+    for key, value in counts.items():
+        bucket[key] = bucket.get(key, 0) + value
+
+
+def count_pass(replay: Replay, url: str, n: int) -> dict[str, Any]:
+    """Statements, commits and round trips per pause and per resume, each way, read off the wire."""
+    from suspensions import services
+
+    info = common.conninfo(url)
+    proxy = common.CountingProxy(info["host"], info["port"])
+    out: dict[str, Any] = {}
+    try:
+        totals: dict[str, dict[str, int]] = {}
+        conn = raw_connection(proxy.port)
+        for run_id in common.bulk_runs(n, SCOPE):
+            mapping = replay.ids_for(run_id)
+            for kind in ("pause", "resume"):
+                add(totals, kind, counted(proxy, lambda kind=kind: replay.call(conn, kind, mapping)))
+        conn.close()
+        out["R1"] = totals
+
+        totals = {}
+        who = common.principal(SCOPE, ["engine"])
+        run_ids = common.bulk_runs(n, SCOPE)
+        with common.django_through(proxy.port):
+            for run_id in run_ids:
+                box: dict[str, Any] = {}
+                add(
+                    totals,
+                    "pause",
+                    counted(
+                        proxy,
+                        lambda run_id=run_id: box.update(
+                            s=services.suspend_run(
+                                principal=who,
+                                run_id=run_id,
+                                revision=1,
+                                reason="external_tool",
+                                pending=common.pending_call(),
+                                continuation=common.continuation(),
+                            )
+                        ),
+                    ),
+                )
+                version = services.Version(run_id=run_id, suspension_id=box["s"].id, run_revision=2)
+                add(
+                    totals,
+                    "resume",
+                    counted(
+                        proxy,
+                        lambda run_id=run_id, version=version: services.resume_run(
+                            principal=who, run_id=run_id, version=version, results=RESULTS
+                        ),
+                    ),
+                )
+        out["S-in"] = totals
+
+    finally:
+        proxy.close()
+    return {
+        way: {kind: {k: round(v / n, 2) for k, v in c.items()} for kind, c in kinds.items()}
+        for way, kinds in out.items()
+    }
+
+
+def http_split_counts(secret: str, url: str, n: int) -> dict[str, Any]:
+    """Per-call counts over HTTP: pause and resume counted apart (one client, waiting for each response)."""
+    info = common.conninfo(url)
+    proxy = common.CountingProxy(info["host"], info["port"])
+    totals: dict[str, dict[str, int]] = {}
+    try:
+        run_ids = common.bulk_runs(n, SCOPE)
+        with common.Gunicorn(common.with_port(url, proxy.port), workers=1, threads=1) as server:
+            client = common.Client(server.port, secret)
+            for run_id in run_ids:
+                before = proxy.snapshot()
+                status, body = client.call(
+                    "POST",
+                    f"/api/v1/runs/{run_id}/suspend",
+                    {
+                        "revision": 1,
+                        "reason": "external_tool",
+                        "pending": common.pending_call(),
+                        "continuation": common.continuation(),
+                    },
+                )
+                mid = proxy.snapshot()
+                suspension_id = body.split(b'"id":"', 1)[1][:36].decode()
+                version = {"run_id": str(run_id), "suspension_id": suspension_id, "run_revision": 2}
+                client.call("POST", f"/api/v1/runs/{run_id}/resume", {"version": version, "results": RESULTS})
+                # The worker returns its connection after the response is written: wait for the wire to settle.
+                time.sleep(0.01)
+                after = proxy.snapshot()
+                add(totals, "pause", {k: mid[k] - before[k] for k in mid})
+                add(totals, "resume", {k: after[k] - mid[k] for k in after})
+            client.close()
+    finally:
+        proxy.close()
+    return {kind: {k: round(v / n, 2) for k, v in c.items()} for kind, c in totals.items()}
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+def main() -> dict[str, Any]:
+    p = common.parser(__doc__.splitlines()[0])
+    p.add_argument("--ops", type=int, default=300, help="cycles per phase at one client (x2 at more clients)")
+    p.add_argument("--clients", default="1,8,32")
+    p.add_argument("--count-ops", type=int, default=100)
+    p.add_argument("--workers", type=int, default=2, help="gunicorn workers (gthread)")
+    p.add_argument("--threads", type=int, default=16, help="threads per gunicorn worker")
+    args = p.parse_args()
+    url = common.setup_django()
+    common.reset_tables()
+    levels = [int(c) for c in args.clients.split(",")]
+    secret = common.make_token(SCOPE, ["engine"], "bench-engine")
+    replay = capture_templates()
+
+    phases: dict[str, list[dict[str, Any]]] = {}
+    with common.Gunicorn(url, workers=args.workers, threads=args.threads) as server:
+        plan = [("R1", c) for c in levels] + [("S-in", c) for c in levels if c <= 8] + [("S-http", c) for c in levels]
+        for round_no in range(args.rounds):
+            # Rotate the order each round so no way always runs first (warm caches, autovacuum).
+            order = plan[round_no % len(plan) :] + plan[: round_no % len(plan)]
+            for way, clients in order:
+                ops = args.ops if clients == 1 else args.ops * 2
+                if way == "R1":
+                    result = r1_phase(replay, clients, ops)
+                elif way == "S-in":
+                    result = s_in_phase(clients, ops)
+                else:
+                    result = s_http_phase(server, secret, clients, ops)
+                phases.setdefault(f"{way}@{clients}", []).append(result)
+                print(f"round {round_no + 1} {way}@{clients}: {result}", flush=True)
+    figures = {key: {k: round(common.median([r[k] for r in runs]), 3) for k in runs[0]} for key, runs in phases.items()}
+    counts = count_pass(replay, url, args.count_ops)
+    counts["S-http"] = http_split_counts(secret, url, args.count_ops)
+    data = {
+        "machine": common.machine(),
+        "args": vars(args),
+        "figures": figures,
+        "rounds": phases,
+        "ratios": common.round_ratios(phases, "R1", "cycles_per_s"),
+        "counts": counts,
+        "statements": {kind: [sql for sql, _p, _m in stmts] for kind, stmts in replay.statements.items()},
+    }
+    common.write_result("resume", data, markdown(data))
+    return data
+
+
+def markdown(data: dict[str, Any]) -> str:
+    rows = [[key, *fig.values()] for key, fig in data["figures"].items()]
+    lines = [
+        f"### Resume path ({data['args']['rounds']} rounds, median; {data['args']['ops']} cycles per phase at 1 client, twice that above)",
+        "",
+        common.table(
+            [
+                "way@clients",
+                "cycles/s",
+                "bench process CPU ms/cycle",
+                "gunicorn CPU ms/cycle",
+                "pause p50 ms",
+                "pause p99 ms",
+                "resume p50 ms",
+                "resume p99 ms",
+            ],
+            rows,
+        ),
+        "",
+        common.table(["ratio (per round)", "median (min-max)"], [[k, v] for k, v in data["ratios"].items()]),
+        "",
+        f"Counts per call ({data['args']['count_ops']} cycles through the counting proxy):",
+        "",
+    ]
+    count_rows = []
+    for way, kinds in data["counts"].items():
+        for kind, c in kinds.items():
+            count_rows.append([way, kind, c["statements"], c["commits"], c["begins"], c["round_trips"], c["checks"]])
+    lines.append(
+        common.table(["way", "call", "statements", "commits", "begins", "round trips", "pool checks"], count_rows)
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

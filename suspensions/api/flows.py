@@ -1,0 +1,93 @@
+"""Correlation-keyed waits over HTTP (DESIGN §9): engines park a flow's wait, the bus resumes it."""
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import digests, services
+from ..models import Reason
+from .authentication import principal_of
+from .fields import AnyJSON, JSONObject, StrictInt, StrictStr
+from .serializers import Strict
+from .views import ERRORS, claimed_body, created, validated
+
+
+def part(max_length: int = 200, **options: Any) -> StrictStr:
+    # Envelope parts are key material: a trimmed space would be another key.
+    return StrictStr(max_length=max_length, trim_whitespace=False, **options)
+
+
+def optional_part(max_length: int = 200) -> StrictStr:
+    return part(max_length, required=False, allow_null=True, allow_blank=True)
+
+
+class FlowEnvelope(Strict):
+    tenant = part(63)
+    env = part(63)
+    provider = part(allow_blank=True)
+    channel = part(allow_blank=True)
+    conversation = part(allow_blank=True)
+    user = part(allow_blank=True)
+    session_hint = optional_part(900)
+    pack = part(100)
+    flow = part(100)
+    thread = optional_part()
+    reply_to = optional_part()
+
+
+class ParkFlowWaitIn(Strict):
+    envelope = FlowEnvelope()
+    snapshot = JSONObject()
+    reason = serializers.ChoiceField(choices=Reason.choices)
+    ttl_seconds = StrictInt(required=False, min_value=0, max_value=10 * 365 * 86400)
+    decision_token = part(1024, required=False)
+
+
+class DispatchResumeIn(Strict):
+    tenant = part(63)
+    env = part(63)
+    correlation_id = part(1024)
+    output = AnyJSON(allow_null=True)
+    decision_token = part(1024, required=False)
+
+
+def parked_body(parked: services.ParkedWait) -> dict[str, Any]:
+    suspension = parked.suspension
+    return {
+        "correlation_id": parked.wait.correlation_id,
+        "store_key": parked.wait.store_key,
+        "user_id": parked.user_id,
+        "scope": parked.wait.scope,
+        "run_id": str(suspension.run.id),
+        "suspension_id": str(suspension.id),
+        "run_revision": suspension.run.revision,
+        "reason": suspension.reason,
+        "expires_at": digests.rfc3339(suspension.expires_at),
+    }
+
+
+class ParkFlowWait(APIView):
+    @extend_schema(request=ParkFlowWaitIn, responses={201: dict, **ERRORS})
+    def post(self, request: Request) -> Response:
+        data = validated(ParkFlowWaitIn, request)
+        parked = services.park_flow_wait(
+            principal=principal_of(request),
+            envelope=services.Envelope(**data["envelope"]),
+            snapshot=data["snapshot"],
+            reason=data["reason"],
+            ttl_seconds=data.get("ttl_seconds"),
+            decision_token=data.get("decision_token"),
+        )
+        return Response(parked_body(parked), status=201)
+
+
+class DispatchResume(APIView):
+    @extend_schema(request=DispatchResumeIn, responses={200: dict, 201: dict, **ERRORS})
+    def post(self, request: Request) -> Response:
+        data = validated(DispatchResumeIn, request)
+        claimed = services.resume_flow_wait(principal=principal_of(request), **data)
+        return created(claimed_body(claimed), claimed.fresh)

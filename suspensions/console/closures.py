@@ -1,0 +1,192 @@
+"""T10 in the console: an operator closes an uncertain start with a proof, and reads the receipt.
+
+The form carries the version, digests and revision the page showed, so a page
+rendered before the run moved on can never close a later execution; the actor
+is the logged-in user, never a form field. Every refusal of the service comes
+back as a message on the form, never an error page.
+"""
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_http_methods
+
+from .. import selectors, services
+from ..api.authentication import principal_of
+from ..api.closures import HEX_SHA256
+from ..exceptions import InvalidRequest, NotFound, ServiceError
+from ..models import Admission, AdmissionState, Role, RunState
+from ..principals import Principal
+
+# What an operator reads when the closure did not go through (the service's code -> a sentence).
+REFUSED = {
+    "version_conflict": "The run moved on since this page was rendered (a newer admission, start or revision). "
+    "Reload the page and check the run again.",
+    "invalid_state": "This run is no longer an uncertain start: it finished, paused again, or never started.",
+    "closure_conflict": "This start was already closed with a different request.",
+    "forbidden": "You do not hold the operator role in this run's scope.",
+    "not_found": "This run no longer exists or is outside your scopes.",
+    "invalid_request": "The closure was refused: check the proof fields below.",
+}
+TIME_HELP = "RFC 3339, e.g. 2026-01-01T12:00:00Z (UTC when no offset is given)."
+
+
+class ProofTimeField(forms.CharField):
+    def to_python(self, value: Any) -> datetime | None:  # type: ignore[override]
+        text = super().to_python(value)
+        if not text:
+            return None
+        try:
+            parsed = parse_datetime(text)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise forms.ValidationError("Not a time: " + TIME_HELP)
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+class ClosureForm(forms.Form):
+    """The closure request of DESIGN §7; the hidden fields are what the page showed."""
+
+    suspension_id = forms.UUIDField(widget=forms.HiddenInput)
+    version_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    admission_digest = forms.CharField(validators=[HEX_SHA256], widget=forms.HiddenInput)
+    start_digest = forms.CharField(validators=[HEX_SHA256], widget=forms.HiddenInput)
+    run_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    issuer = forms.CharField(max_length=200, help_text="Who vouches that the worker stopped.")
+    issuer_revision = forms.CharField(max_length=200, help_text="The issuer's key or configuration revision.")
+    proof_ref = forms.CharField(max_length=2000, label="Proof reference", help_text="Where the proof is kept.")
+    proof_digest = forms.CharField(
+        validators=[HEX_SHA256], label="Proof digest", help_text="Lowercase hex SHA-256 of the proof."
+    )
+    observed_at = ProofTimeField(label="Observed at", help_text=TIME_HELP)
+    expires_at = ProofTimeField(label="Valid until", help_text=TIME_HELP)
+
+    def clean_proof_digest(self) -> str:
+        return self.cleaned_data["proof_digest"].strip().lower()
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        observed, expires = data.get("observed_at"), data.get("expires_at")
+        if observed and expires and expires <= observed:
+            self.add_error("expires_at", "Must be after the observation time.")
+        return data
+
+    def closure_request(self, run_id: UUID) -> services.ClosureRequest:
+        data = self.cleaned_data
+        version = services.Version(
+            run_id=run_id, suspension_id=data["suspension_id"], run_revision=data["version_revision"]
+        )
+        fields = ("admission_digest", "start_digest", "run_revision", "issuer", "issuer_revision", "proof_ref")
+        return services.ClosureRequest(
+            schema_version=services.closure.SCHEMA_VERSION,
+            version=version,
+            proof_digest=data["proof_digest"],
+            observed_at=data["observed_at"],
+            expires_at=data["expires_at"],
+            **{name: data[name] for name in fields},
+        )
+
+
+def uncertain_start(principal: Principal, run_id: UUID) -> dict[str, Any]:
+    """The run and, when it is an uncertain start, the version and digests a closure must bind."""
+    run = selectors.runs(principal).filter(pk=run_id).first()
+    if run is None:
+        raise Http404("run not found")
+    latest = selectors.admissions(principal).filter(run_id=run.id).defer("input").order_by("-suspension_id").first()
+    start = selectors.starts(principal).filter(admission_id=latest.id).first() if latest else None
+    closable = (
+        run.state == RunState.RUNNING
+        and latest is not None
+        and start is not None
+        and latest.state == AdmissionState.STARTED
+    )
+    return {
+        "run": {"id": str(run.id), "agent_id": run.agent_id, "scope": run.scope, "state": run.state},
+        "run_revision": run.revision,
+        "closable": closable,
+        "may_close": principal.can(Role.OPERATOR, run.scope),
+        "admission": _admission(latest) if latest else None,
+        "start": {"digest": start.digest, "started_at": start.started_at, "actor": start.actor} if start else None,
+    }
+
+
+def _admission(a: Admission) -> dict[str, Any]:
+    return {
+        "suspension_id": str(a.suspension_id),
+        "version_revision": a.version_revision,
+        "request_digest": a.request_digest,
+        "source": a.source,
+        "state": a.state,
+        "actor": a.actor,
+    }
+
+
+def initial(shown: dict[str, Any]) -> dict[str, Any]:
+    admission, start = shown["admission"], shown["start"]
+    return {
+        "suspension_id": admission["suspension_id"],
+        "version_revision": admission["version_revision"],
+        "admission_digest": admission["request_digest"],
+        "start_digest": start["digest"],
+        "run_revision": shown["run_revision"],
+    }
+
+
+def _refused(request: HttpRequest, form: ClosureForm, exc: ServiceError) -> None:
+    messages.error(request, REFUSED.get(exc.code, exc.title))
+    errors = exc.extra.get("errors") if isinstance(exc, InvalidRequest) else None
+    for field, problems in (errors or {}).items():
+        form.add_error(field if field in form.fields else None, " ".join(map(str, problems)))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def close(request: HttpRequest, pk: UUID) -> HttpResponse:
+    principal = principal_of(request)
+    shown = uncertain_start(principal, pk)
+    if request.method == "GET":
+        form = ClosureForm(initial=initial(shown)) if shown["closable"] else None
+        return render(request, "console/closure_form.html", {"nav": "uncertain", **shown, "form": form})
+    form = ClosureForm(request.POST)
+    status = 400
+    if form.is_valid():
+        try:
+            closed = services.close_run(principal=principal, run_id=pk, request=form.closure_request(pk))
+        except ServiceError as exc:
+            _refused(request, form, exc)
+            status = exc.status
+        else:
+            if closed.fresh:
+                messages.success(request, f"Closed. The run is incomplete at revision {closed.receipt.run_revision}.")
+            else:
+                messages.info(request, "This closure was already recorded; nothing changed.")
+            return redirect("console:closure", pk=pk, suspension_id=closed.receipt.suspension_id)
+    # A run that is no longer an uncertain start gets no form to resubmit, only the message.
+    context = {"nav": "uncertain", **shown, "form": form if shown["closable"] else None}
+    return render(request, "console/closure_form.html", context, status=status)
+
+
+@require_http_methods(["GET"])
+@login_required
+def receipt(request: HttpRequest, pk: UUID, suspension_id: UUID) -> HttpResponse:
+    try:
+        found = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)
+    except NotFound:
+        raise Http404("closure not found") from None
+    body = services.closure_receipt(found, fresh=False)
+    context = {
+        "nav": "uncertain",
+        "receipt": body,
+        "closed_at": found.closed_at,
+        "request_pretty": json.dumps(body["request"], indent=2, ensure_ascii=False, sort_keys=True),
+    }
+    return render(request, "console/closure_receipt.html", context)

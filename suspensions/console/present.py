@@ -1,0 +1,211 @@
+"""Plain dicts and strings for the console templates: nothing here touches the database.
+
+Templates receive only what these functions build, so no query can fire while
+rendering and every untrusted string reaches the template as plain text (the
+template escapes it).
+"""
+
+import json
+from datetime import datetime
+from typing import Any
+
+from ..models import Admission, ClosureReceipt, Event, ExpiryReceipt, Start, Suspension
+
+# Below these many seconds to the deadline a row is drawn as urgent / soon.
+URGENT_SECONDS = 5 * 60
+SOON_SECONDS = 60 * 60
+
+
+def duration(seconds: float) -> str:
+    """A short human duration: "42 s", "4 min", "2 h 5 min", "3 d 4 h"."""
+    s = int(max(seconds, 0))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        hours, minutes = divmod(s // 60, 60)
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(s // 3600, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def countdown(expires_at: datetime | None, now: datetime) -> dict[str, Any]:
+    """The deadline as text rendered server-side ("in 4 min"); the script may tick it."""
+    if expires_at is None:
+        return {"text": "no deadline", "iso": "", "urgency": "none"}
+    left = (expires_at - now).total_seconds()
+    if left <= 0:
+        text, urgency = "expired", "expired"
+    else:
+        text = f"in {duration(left)}"
+        urgency = "urgent" if left < URGENT_SECONDS else "soon" if left < SOON_SECONDS else "later"
+    return {"text": text, "iso": expires_at.isoformat(), "urgency": urgency}
+
+
+def age(moment: datetime, now: datetime) -> str:
+    return f"{duration((now - moment).total_seconds())} ago"
+
+
+def pretty_json_text(text: Any) -> str:
+    """Arguments arrive as JSON text from the model: indent them when they parse, else show them verbatim."""
+    if not isinstance(text, str):
+        return pretty(text)
+    try:
+        return pretty(json.loads(text))
+    except ValueError:
+        return text
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def short(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def pending_calls(pending_text: str) -> list[dict[str, Any]]:
+    calls = loads(pending_text)
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def call_rows(pending_text: str) -> list[dict[str, Any]]:
+    """Each pending call with its arguments pretty-printed (json.dumps indent=2)."""
+    return [
+        {
+            "id": str(c.get("id", "")),
+            "name": str(c.get("name", "")),
+            "arguments": pretty_json_text(c.get("arguments", "")),
+            "reply_with": str(c.get("reply_with", "") or ""),
+        }
+        for c in pending_calls(pending_text)
+    ]
+
+
+def inbox_row(s: Suspension, now: datetime) -> dict[str, Any]:
+    calls = pending_calls(s.pending)
+    return {
+        "id": str(s.id),
+        "run_id": str(s.run_id),
+        "agent_id": s.run.agent_id,
+        "scope": s.scope,
+        "calls": [
+            {"name": str(c.get("name", "")), "preview": short(str(c.get("arguments", "")), 70)} for c in calls[:3]
+        ],
+        "more_calls": max(len(calls) - 3, 0),
+        "age": age(s.created_at, now),
+        "created_at": s.created_at.isoformat(),
+        "deadline": countdown(s.expires_at, now),
+    }
+
+
+def message_row(index: int, message: Any) -> dict[str, Any]:
+    if not isinstance(message, dict):
+        return {"index": index, "role": "?", "content": pretty(message), "tool_calls": "", "tool_call_id": ""}
+    content = message.get("content")
+    return {
+        "index": index,
+        "role": str(message.get("role", "?")),
+        "content": content if isinstance(content, str) else ("" if content is None else pretty(content)),
+        "tool_calls": pretty(message["tool_calls"]) if message.get("tool_calls") else "",
+        "tool_call_id": str(message.get("tool_call_id", "") or ""),
+    }
+
+
+def conversation(continuation: dict[str, Any]) -> dict[str, Any]:
+    """Messages split at new_messages_from: loaded history before it, this run's own messages after."""
+    messages = continuation.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    boundary = continuation.get("new_messages_from")
+    boundary = boundary if isinstance(boundary, int) and 0 <= boundary <= len(messages) else 0
+    rows = [message_row(i, m) for i, m in enumerate(messages)]
+    return {"history": rows[:boundary], "new": rows[boundary:], "boundary": boundary, "total": len(rows)}
+
+
+def run_config(continuation: dict[str, Any]) -> dict[str, Any]:
+    config = continuation.get("config")
+    config = config if isinstance(config, dict) else {}
+    tools = config.get("tools")
+    return {
+        "model": str(config.get("model", "")),
+        "temperature": config.get("temperature"),
+        "max_steps": config.get("max_steps"),
+        "max_tokens": config.get("max_tokens"),
+        "step_index": continuation.get("step_index"),
+        "tokens_used": continuation.get("tokens_used"),
+        "tools": [str(t) if not isinstance(t, dict) else str(t.get("name", pretty(t))) for t in tools]
+        if isinstance(tools, list)
+        else [],
+        # An absent flag reads as false (DESIGN §2): it may be lost, never invented.
+        "tools_restricted": bool(config.get("tools_restricted", False)),
+        "all_tools_restricted": bool(config.get("all_tools_restricted", False)),
+        "full": pretty(config),
+    }
+
+
+def event_row(e: Event) -> dict[str, Any]:
+    data = e.data if isinstance(e.data, dict) else {"data": e.data}
+    return {
+        "id": e.id,
+        "kind": e.kind,
+        "actor": e.actor,
+        "revision": e.revision,
+        "at": e.at,
+        "data": [{"key": str(k), "value": v if isinstance(v, str) else json.dumps(v)} for k, v in data.items()],
+    }
+
+
+def admission_row(a: Admission) -> dict[str, Any]:
+    return {
+        "id": str(a.id),
+        "suspension_id": str(a.suspension_id),
+        "source": a.source,
+        "state": a.state,
+        "actor": a.actor,
+        "request_digest": a.request_digest,
+        "suspension_digest": a.suspension_digest,
+        "version_revision": a.version_revision,
+        "claimed_revision": a.claimed_revision,
+        "admitted_at": a.admitted_at,
+    }
+
+
+def start_row(s: Start) -> dict[str, Any]:
+    return {
+        "id": str(s.id),
+        "admission_id": str(s.admission_id),
+        "suspension_id": str(s.suspension_id),
+        "run_revision": s.run_revision,
+        "digest": s.digest,
+        "actor": s.actor,
+        "started_at": s.started_at,
+    }
+
+
+def expiry_row(x: ExpiryReceipt) -> dict[str, Any]:
+    return {
+        "suspension_id": str(x.suspension_id),
+        "request_digest": x.request_digest,
+        "run_revision": x.run_revision,
+        "digest": x.digest,
+        "expired_at": x.expired_at,
+    }
+
+
+def closure_row(c: ClosureReceipt) -> dict[str, Any]:
+    return {
+        "suspension_id": str(c.suspension_id),
+        "request_digest": c.request_digest,
+        "run_revision": c.run_revision,
+        "actor": c.actor,
+        "digest": c.digest,
+        "closed_at": c.closed_at,
+    }

@@ -1,0 +1,140 @@
+"""The console's reads, built on the scoped selectors (so visibility is decided in one place).
+
+Each function returns plain rows for one page section in a fixed number of
+queries, whatever the number of rows behind it.
+"""
+
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db.models import Count, F, QuerySet
+from django.db.models.functions import TruncHour
+
+from .. import selectors
+from ..models import Admission, AdmissionState, Approval, Reason, Role, Run, RunState, Start, Suspension
+from ..principals import Principal
+from . import chart, present
+
+EXPIRING_SOON = timedelta(hours=1)
+TIMELINE_LIMIT = 500
+UNCERTAIN_LIMIT = 200
+
+
+def visible_approvals(principal: Principal) -> QuerySet[Approval]:
+    """Approval requests (pending or resolved) where the principal approves or audits."""
+    return selectors.approvals(principal).filter(principal.scope_q(Role.APPROVER, Role.AUDITOR))
+
+
+def state_counts(principal: Principal) -> list[dict[str, Any]]:
+    found = dict(selectors.runs(principal).order_by().values_list("state").annotate(n=Count("pk")))
+    return [{"state": s, "n": found.get(s, 0)} for s in RunState.values]
+
+
+def reason_counts(principal: Principal) -> list[dict[str, Any]]:
+    live = Suspension.objects.filter(principal.scope_q()).order_by()
+    found = dict(live.values_list("reason").annotate(n=Count("pk")))
+    return [{"reason": r, "n": found.get(r, 0)} for r in Reason.values]
+
+
+def expiring_soon(principal: Principal, now: datetime, limit: int = 8) -> list[dict[str, Any]]:
+    rows = (
+        selectors.suspensions(principal)
+        .filter(expires_at__gt=now, expires_at__lte=now + EXPIRING_SOON)
+        .defer("continuation")
+        .order_by("expires_at", "id")[:limit]
+    )
+    return [
+        {
+            **present.inbox_row(s, now),
+            "reason": s.reason,
+            "decidable": s.reason == Reason.APPROVAL and s.run.state == RunState.PAUSED,
+        }
+        for s in rows
+    ]
+
+
+def oldest_pending(principal: Principal, now: datetime) -> dict[str, Any] | None:
+    s = selectors.pending_approvals(principal).defer("continuation").order_by("created_at", "id").first()
+    return present.inbox_row(s, now) if s is not None else None
+
+
+def activity(principal: Principal, now: datetime) -> dict[str, Any]:
+    counts = (
+        selectors.events(principal)
+        .filter(at__gte=chart.window_start(now), kind__in=[kind for kind, _, _ in chart.SERIES])
+        .annotate(hour=TruncHour("at"))
+        .order_by()
+        .values_list("hour", "kind")
+        .annotate(n=Count("pk"))
+    )
+    return chart.build(counts, now)
+
+
+def run_row(r: Run, now: datetime) -> dict[str, Any]:
+    return {
+        "id": str(r.id),
+        "agent_id": r.agent_id,
+        "scope": r.scope,
+        "state": r.state,
+        "revision": r.revision,
+        "last_reason": r.last_reason,
+        "paused_on": str(getattr(r, "live_suspension_id", None) or ""),
+        "created_at": r.created_at,
+        "updated": present.age(r.updated_at, now),
+        "error": present.short(r.error, 80),
+    }
+
+
+def runs_for_list(principal: Principal) -> QuerySet[Run]:
+    return selectors.runs(principal).annotate(live_suspension_id=F("suspension__id")).order_by("-id")
+
+
+def timeline(principal: Principal, run_id: UUID) -> list[dict[str, Any]]:
+    events = selectors.events(principal).filter(run_id=run_id).order_by("id")[:TIMELINE_LIMIT]
+    return [present.event_row(e) for e in events]
+
+
+def receipts(principal: Principal, run_id: UUID) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "admissions": [
+            present.admission_row(a)
+            for a in selectors.admissions(principal).filter(run_id=run_id).defer("input").order_by("admitted_at", "id")
+        ],
+        "starts": [present.start_row(s) for s in selectors.starts(principal).filter(run_id=run_id).order_by("id")],
+        "expiries": [present.expiry_row(x) for x in selectors.expiries(principal).filter(run_id=run_id).order_by("id")],
+        "closures": [
+            present.closure_row(c) for c in selectors.closures(principal).filter(run_id=run_id).order_by("id")
+        ],
+    }
+
+
+def approvals_of_run(principal: Principal, run_id: UUID) -> list[dict[str, Any]]:
+    rows = selectors.approvals(principal).filter(run_id=run_id).order_by("created_at")
+    return [dict(a) for a in rows.values("suspension_id", "status", "decided_by", "note", "created_at", "resolved_at")]
+
+
+def uncertain_starts(principal: Principal, now: datetime) -> list[dict[str, Any]]:
+    """Runs still `running` whose latest admission was started and never finished, oldest start first."""
+    running = selectors.runs(principal).filter(state=RunState.RUNNING).values("pk")
+    started = Admission.objects.filter(state=AdmissionState.STARTED, run_id__in=running).values("pk")
+    oldest = selectors.starts(principal).filter(admission_id__in=started).order_by("started_at", "id")
+    starts = list(oldest[:UNCERTAIN_LIMIT])
+    admissions = Admission.objects.filter(pk__in=[s.admission_id for s in starts]).defer("input").in_bulk()
+    runs = Run.objects.filter(pk__in=[s.run_id for s in starts]).in_bulk()
+    return [_uncertain_row(s, admissions[s.admission_id], runs[s.run_id], now) for s in starts]
+
+
+def _uncertain_row(s: Start, a: Admission, r: Run, now: datetime) -> dict[str, Any]:
+    return {
+        "run_id": str(r.id),
+        "agent_id": r.agent_id,
+        "scope": r.scope,
+        "revision": r.revision,
+        "admission_id": str(a.id),
+        "source": a.source,
+        "admission_digest": a.request_digest,
+        "start_digest": s.digest,
+        "started_at": s.started_at,
+        "running_for": present.duration((now - s.started_at).total_seconds()),
+    }

@@ -1,0 +1,24 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import closures, views
+
+app_name = "console"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="registration/login.html", redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("approvals/", views.inbox, name="inbox"),
+    path("approvals/<uuid:pk>/", views.approval, name="approval"),
+    path("approvals/<uuid:pk>/decide", views.decide, name="decide"),
+    path("runs/", views.runs, name="runs"),
+    path("runs/<uuid:pk>/", views.run, name="run"),
+    path("uncertain/", views.uncertain, name="uncertain"),
+    path("runs/<uuid:pk>/close", closures.close, name="close"),
+    path("runs/<uuid:pk>/closures/<uuid:suspension_id>/", closures.receipt, name="closure"),
+]

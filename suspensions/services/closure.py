@@ -1,0 +1,246 @@
+"""T10: an operator closes an uncertain start as `incomplete`, with a proof (DESIGN §7).
+
+A start whose engine died leaves the run `running` forever. Closing it never
+accepts output, refunds usage or permits a replay: it only ends the run and
+bumps the revision, which fences the original worker (its later complete,
+fail or suspend is a version conflict, its start retry resume_already_started).
+
+Refusal order, and why:
+1. scope (404) and the operator role (403): a stored receipt is not permission,
+   so even a replay is refused to someone who may not close the run now;
+2. the receipt of an earlier closure of the same pause: the identical request
+   answers it (fresh=False), even after the proof expired; any other is
+   closure_conflict;
+3. the run must be `running` with its latest admission started and unfinished
+   (invalid_state);
+4. the version, admission and start digests must bind that latest admission
+   and start, and the revision must be current (version_conflict: DESIGN's
+   "the revision or pause you hold is stale");
+5. the proof window `observed_at <= now < expires_at` on the database clock
+   (400 invalid_request with a field error: DESIGN has no dedicated code).
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.db import connection, transaction
+
+from .. import digests, selectors
+from ..exceptions import ClosureConflict, InvalidRequest, InvalidState, NotFound, VersionConflict
+from ..models import Admission, AdmissionState, ClosureReceipt, Role, Run, RunState, Start
+from ..principals import Principal
+from .core import Version, _event, _lock_run, _move, _require
+
+SCHEMA_VERSION = 1
+# DESIGN §7: each closure operation gives up after 30 s instead of queueing
+# behind a stuck writer for ever; the database error becomes a 503.
+TIMEOUT = "30s"
+
+
+@dataclass(frozen=True)
+class ClosureRequest:
+    """The closure request of DESIGN §7 as filed; the actor is never part of it (it is the principal)."""
+
+    schema_version: int
+    version: Version
+    admission_digest: str
+    start_digest: str
+    run_revision: int
+    issuer: str
+    issuer_revision: str
+    proof_ref: str
+    proof_digest: str
+    observed_at: datetime
+    expires_at: datetime
+
+    def canonical_text(self, *, scope: str, actor: str) -> str:
+        """The retained request: canonical JSON with the run's scope and the authenticated actor."""
+        body = {
+            "schema_version": self.schema_version,
+            "scope": scope,
+            "version": self.version.as_dict(),
+            "admission_digest": self.admission_digest,
+            "start_digest": self.start_digest,
+            "run_revision": self.run_revision,
+            "actor": actor,
+            "issuer": self.issuer,
+            "issuer_revision": self.issuer_revision,
+            "proof_ref": self.proof_ref,
+            "proof_digest": self.proof_digest,
+            "observed_at": digests.rfc3339(self.observed_at),
+            "expires_at": digests.rfc3339(self.expires_at),
+        }
+        return digests.canonical(body).decode("utf-8")
+
+
+@dataclass
+class Closed:
+    """What a closure answers: the run as it is now, the receipt, and whether this call created it."""
+
+    run: Run
+    receipt: ClosureReceipt
+    fresh: bool = True
+
+
+def _bound_time() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = '{TIMEOUT}'")
+            cursor.execute(f"SET LOCAL statement_timeout = '{TIMEOUT}'")
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def receipt_digest(receipt: ClosureReceipt) -> str:
+    """The digest over the receipt's other fields (the request is bound by its own digest)."""
+    return digests.digest(
+        {
+            "id": str(receipt.id),
+            "run_id": str(receipt.run_id),
+            "suspension_id": str(receipt.suspension_id),
+            "scope": receipt.scope,
+            "request_digest": receipt.request_digest,
+            "run_revision": int(receipt.run_revision),
+            "event_id": receipt.event_id,
+            "actor": receipt.actor,
+            "closed_at": digests.rfc3339(receipt.closed_at),
+        }
+    )
+
+
+def _uncertain_start(run: Run, request: ClosureRequest) -> Admission:
+    """The started, unfinished admission the request binds; raise the refusal otherwise."""
+    if run.state != RunState.RUNNING:
+        raise InvalidState(f"run {run.id} is {run.state}; only a running run can be closed")
+    latest = Admission.objects.filter(run_id=run.id).order_by("-suspension_id").first()
+    start = Start.objects.filter(admission_id=latest.id).first() if latest is not None else None
+    if latest is None or start is None or latest.state != AdmissionState.STARTED:
+        raise InvalidState(f"run {run.id} has no started execution to close")
+    current = Version(run_id=run.id, suspension_id=latest.suspension_id, run_revision=latest.version_revision)
+    if request.version.as_dict() != current.as_dict():
+        raise VersionConflict(
+            f"the run's latest admission is for pause {latest.suspension_id}", version=current.as_dict()
+        )
+    if request.admission_digest != latest.request_digest:
+        raise VersionConflict("admission_digest does not bind the run's latest admission")
+    if request.start_digest != start.digest:
+        raise VersionConflict("start_digest does not bind the run's latest start")
+    if request.run_revision != run.revision:
+        raise VersionConflict(f"run {run.id} is at revision {run.revision}, not {request.run_revision}")
+    return latest
+
+
+def _check_proof_window(request: ClosureRequest, now: datetime) -> None:
+    if request.observed_at > now:
+        raise InvalidRequest(
+            "the proof is not valid yet", errors={"observed_at": ["Observed after the service's current time."]}
+        )
+    if now >= request.expires_at:
+        raise InvalidRequest(
+            "the proof has expired",
+            errors={"expires_at": [f"The proof expired at {digests.rfc3339(request.expires_at)}."]},
+        )
+
+
+def _write_closure(
+    run: Run, admission: Admission, request: ClosureRequest, actor: str, now: datetime
+) -> ClosureReceipt:
+    text = request.canonical_text(scope=run.scope, actor=actor)
+    request_digest = _sha256(text)
+    _move(run, RunState.INCOMPLETE, now, error=f"closed as incomplete by {actor}")
+    Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.CLOSED)
+    event = _event(
+        run,
+        "closed",
+        actor,
+        now,
+        suspension_id=str(admission.suspension_id),
+        request_digest=request_digest,
+        issuer=request.issuer,
+        proof_ref=request.proof_ref,
+    )
+    event.save(force_insert=True)
+    receipt = ClosureReceipt(
+        run_id=run.id,
+        suspension_id=admission.suspension_id,
+        request=text,
+        request_digest=request_digest,
+        run_revision=run.revision,
+        event_id=event.id,
+        actor=actor,
+        closed_at=now,
+    )
+    receipt.stamp_scope(run.scope)
+    receipt.digest = receipt_digest(receipt)
+    receipt.save(force_insert=True)
+    return receipt
+
+
+def close_run(*, principal: Principal, run_id: UUID | str, request: ClosureRequest) -> Closed:
+    """T10 close: a running, started, unfinished run ends `incomplete`, rev+1, with receipt and event.
+
+    Locks the run under a 30 s lock and statement timeout. The identical request
+    (same actor included) again answers the original receipt with fresh=False,
+    even after the proof expired; a different request for the same pause is
+    closure_conflict. Authority is checked before either.
+    """
+    if str(request.version.run_id) != str(run_id):
+        raise InvalidRequest(
+            "version.run_id must be the run in the path", errors={"version": {"run_id": ["Mismatch."]}}
+        )
+    if request.schema_version != SCHEMA_VERSION:
+        raise InvalidRequest("unknown schema_version", errors={"schema_version": [f"Must be {SCHEMA_VERSION}."]})
+    with transaction.atomic():
+        _bound_time()
+        run, _live, now = _lock_run(principal, run_id)
+        _require(principal, Role.OPERATOR, run.scope)
+        request_digest = _sha256(request.canonical_text(scope=run.scope, actor=principal.name))
+        existing = ClosureReceipt.objects.filter(run_id=run.id, suspension_id=request.version.suspension_id).first()
+        if existing is not None:
+            if existing.request_digest != request_digest:
+                raise ClosureConflict(
+                    f"pause {existing.suspension_id} was already closed by a different request",
+                    request_digest=request_digest,
+                    closed_digest=existing.request_digest,
+                )
+            return Closed(run=run, receipt=existing, fresh=False)
+        admission = _uncertain_start(run, request)
+        _check_proof_window(request, now)
+        receipt = _write_closure(run, admission, request, principal.name, now)
+    return Closed(run=run, receipt=receipt)
+
+
+def closure_of(*, principal: Principal, run_id: UUID | str, suspension_id: UUID | str) -> ClosureReceipt:
+    """The closure receipt of one pause, visible in the principal's scope (404 otherwise). Takes no lock."""
+    with transaction.atomic():
+        _bound_time()
+        receipt = selectors.closures(principal).filter(run_id=run_id, suspension_id=suspension_id).first()
+    if receipt is None:
+        raise NotFound(f"no closure of pause {suspension_id} on run {run_id}")
+    return receipt
+
+
+def closure_receipt(receipt: ClosureReceipt, *, fresh: bool) -> dict[str, Any]:
+    """The receipt as the API and the console show it, with its integrity check (`valid`)."""
+    return {
+        "id": str(receipt.id),
+        "run_id": str(receipt.run_id),
+        "suspension_id": str(receipt.suspension_id),
+        "scope": receipt.scope,
+        "request": json.loads(receipt.request),
+        "request_digest": receipt.request_digest,
+        "run_revision": receipt.run_revision,
+        "event_id": receipt.event_id,
+        "actor": receipt.actor,
+        "closed_at": digests.rfc3339(receipt.closed_at),
+        "digest": receipt.digest,
+        # Integrity only: recomputed from what is stored; it grants nothing.
+        "valid": _sha256(receipt.request) == receipt.request_digest and receipt_digest(receipt) == receipt.digest,
+        "fresh": fresh,
+    }

@@ -1,0 +1,276 @@
+"""Correlation-keyed waits (DESIGN §9): park a flow's wait, resume it by its correlation id.
+
+A park is T1 register + T2 suspend (core's own functions) in one transaction,
+plus the FlowWait row that finds the run again from the store key. A resume
+is a T4 admission through core's claim, digests and bound, with source
+`dispatch`.
+
+Decisions:
+- The flow snapshot travels inside a minimal valid continuation, under
+  `provenance.flow_snapshot` (messages [], system_prompt "", step_index 0,
+  tokens_used 0, new_messages_from 0, session_id = the store key, config {}).
+  So the pause validates like any other, the suspension digest covers the
+  snapshot, the sweeper and the console need nothing new, and the fresh start
+  hands the snapshot back unchanged in `suspension.continuation.provenance`.
+- `POST /dispatch/resume` is the bus's door for flow waits of every reason:
+  it skips the reason matrix of DESIGN §4 (and the agent reply's reply_with),
+  because the nonce and the decision token are the gate. The other doors
+  refuse flow waits (core._check_reason), or the gate could be walked round.
+- Every park mints a nonce, so a correlation id without one is `wrong_gate`.
+  A correlation id naming another flow than the parked one is `wrong_gate`
+  too: the nonce matched, but the id was not the one handed out.
+- A park is refused (400) unless its correlation id gives back its own key:
+  a wait nobody can re-derive would only ever expire.
+"""
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from .. import correlation, digests, scopes
+from ..correlation import Correlation
+from ..exceptions import AlreadySuspended, BadToken, InvalidRequest, NotFound, WrongGate
+from ..models import AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
+from ..principals import Principal
+from . import core
+
+MAX_CORRELATION_BYTES = 1024
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The inbound envelope of the flow step that pauses (the parts that key and route its wait)."""
+
+    tenant: str
+    env: str
+    provider: str
+    channel: str
+    conversation: str
+    user: str
+    pack: str
+    flow: str
+    session_hint: str | None = None
+    thread: str | None = None
+    reply_to: str | None = None
+
+    def correlation(self, nonce: str) -> Correlation:
+        canonical = correlation.canonical_hint(
+            tenant=self.tenant,
+            provider=self.provider,
+            channel=self.channel,
+            conversation=self.conversation,
+            user=self.user,
+        )
+        hint = correlation.bare_hint(canonical=canonical, session_hint=self.session_hint)
+        return Correlation(hint, self.pack, self.flow, self.thread or None, self.reply_to or None, nonce)
+
+    def store_key(self, hint: str) -> str:
+        """The key as the flow store derives it from the envelope itself."""
+        scope_hash = correlation.scope_hash(conversation=self.conversation, thread=self.thread, reply_to=self.reply_to)
+        return correlation.store_key(
+            store_hint=correlation.store_hint(hint=hint, pack=self.pack), scope_hash=scope_hash
+        )
+
+
+@dataclass(frozen=True)
+class ParkedWait:
+    wait: FlowWait
+    suspension: Suspension
+    user_id: str
+
+
+def _scope(tenant: str, env: str) -> str:
+    bad = {name: ["Not a valid scope segment."] for name, v in (("tenant", tenant), ("env", env)) if not _segment(v)}
+    if bad:
+        raise InvalidRequest("tenant and env must be scope segments", errors=bad)
+    return f"{tenant}/{env}"
+
+
+def _segment(value: str) -> bool:
+    return scopes.SEGMENT.fullmatch(value) is not None
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _resumable_key(envelope: Envelope, parked: Correlation) -> str:
+    """The store key, once the correlation id is known to give it (and the envelope) back."""
+    text = correlation.build(parked)
+    if len(text.encode("utf-8")) > MAX_CORRELATION_BYTES:
+        raise InvalidRequest(f"the correlation id would be over {MAX_CORRELATION_BYTES} bytes")
+    key = envelope.store_key(parked.hint)
+    back = correlation.parse(text)
+    if back != parked or back.store_key != key:
+        raise InvalidRequest(
+            "this envelope cannot be found again from its correlation id: a value holds a marker such as "
+            "'::flow=', or the session hint does not carry the conversation as its fourth ':'-segment"
+        )
+    return key
+
+
+def _continuation(key: str, snapshot: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messages": [],
+        "system_prompt": "",
+        "step_index": 0,
+        "tokens_used": 0,
+        "new_messages_from": 0,
+        "session_id": key,
+        "config": {},
+        "provenance": {"flow_snapshot": snapshot},
+    }
+
+
+def _pending(envelope: Envelope, reason: str, key: str) -> list[dict[str, Any]]:
+    call = {"id": "dispatch", "name": "dispatch", "arguments": digests.canonical(asdict(envelope)).decode("utf-8")}
+    if reason == Reason.AGENT_REPLY:
+        call["reply_with"] = key
+    return [call]
+
+
+def _retire_stale(scope: str, key: str) -> None:
+    """Refuse a park while the key's wait is live; free the key of a wait whose pause is gone."""
+    live = FlowWait.objects.select_for_update().filter(scope=scope, store_key=key, live=True).first()
+    if live is None:
+        return
+    if Suspension.objects.filter(pk=live.suspension_id, run__state=RunState.PAUSED).exists():
+        raise AlreadySuspended(f"a wait is already parked under this key (run {live.run_id})")
+    # Cancelled or expired through the run's own doors, which know nothing of flow waits.
+    FlowWait.objects.filter(pk=live.pk).update(live=False)
+
+
+def park_flow_wait(
+    *,
+    principal: Principal,
+    envelope: Envelope,
+    snapshot: dict[str, Any],
+    reason: str,
+    ttl_seconds: int | None = None,
+    decision_token: str | None = None,
+) -> ParkedWait:
+    """T1 + T2 for a flow wait: a new run paused under the envelope's store key, in one transaction.
+
+    Locks the key's live wait, if any (a second park while it is live is
+    already_suspended), then writes through register_run and suspend_run.
+    No replay: every park mints a fresh nonce.
+    """
+    scope = _scope(envelope.tenant, envelope.env)
+    core._require(principal, Role.ENGINE, scope)
+    nonce = secrets.token_hex(16)
+    parked = envelope.correlation(nonce)
+    key = _resumable_key(envelope, parked)
+    with transaction.atomic():
+        _retire_stale(scope, key)
+        run = core.register_run(
+            principal=principal, agent_id=f"{envelope.pack}/{envelope.flow}", scope=scope, session_id=parked.user_id
+        )
+        suspension = core.suspend_run(
+            principal=principal,
+            run_id=run.id,
+            revision=run.revision,
+            reason=reason,
+            pending=_pending(envelope, reason, key),
+            continuation=_continuation(key, snapshot),
+            ttl_seconds=ttl_seconds,
+            correlation_id=correlation.build(parked),
+        )
+        wait = _write_wait(suspension, envelope, nonce, key, decision_token)
+    return ParkedWait(wait=wait, suspension=suspension, user_id=parked.user_id)
+
+
+def _write_wait(suspension: Suspension, envelope: Envelope, nonce: str, key: str, token: str | None) -> FlowWait:
+    wait = FlowWait(
+        store_key=key,
+        correlation_id=suspension.correlation_id,
+        nonce=nonce,
+        pack=envelope.pack,
+        flow=envelope.flow,
+        decision_token_hash=_token_hash(token) if token else "",
+        run_id=suspension.run.id,
+        suspension_id=suspension.id,
+        run_revision=suspension.run.revision,
+        created_at=suspension.created_at,
+    )
+    wait.stamp_scope(suspension.scope)
+    try:
+        with transaction.atomic():
+            wait.save(force_insert=True)
+    except IntegrityError:
+        # A racing park of the same key committed first (one_live_wait_per_key).
+        raise AlreadySuspended("a wait is already parked under this key") from None
+    return wait
+
+
+def _gate(scope: str, parsed: Correlation, token: str | None) -> FlowWait:
+    """The parked wait this correlation id opens: 404 none, 409 wrong_gate, 403 bad_token. Reads only."""
+    waits = FlowWait.objects.filter(scope=scope, store_key=parsed.store_key)
+    wait = waits.filter(nonce=parsed.nonce).first() if parsed.nonce else None
+    if wait is None:
+        if not waits.exists():
+            raise NotFound("no wait is parked under this correlation id")
+        raise WrongGate("the correlation id does not carry the parked wait's nonce")
+    if wait.flow != parsed.flow:
+        raise WrongGate("the correlation id names another flow than the parked wait's")
+    # The token is compared as hashes in constant time and never echoed.
+    if wait.decision_token_hash and not hmac.compare_digest(_token_hash(token or ""), wait.decision_token_hash):
+        raise BadToken()
+    return wait
+
+
+def resume_flow_wait(
+    *,
+    principal: Principal,
+    tenant: str,
+    env: str,
+    correlation_id: str,
+    output: Any,
+    decision_token: str | None = None,
+) -> core.Claimed:
+    """T4 by correlation id (bus): gates the wait (nonce, decision token), then claims it like any admission.
+
+    Locks the run. The admitted input is the canonical JSON of `output`. The
+    identical resume again answers the original receipt (fresh=False); a
+    different output is admission_conflict; once the pause is gone with
+    nothing to replay it is not_suspended. Never a second fresh claim.
+    """
+    scope = _scope(tenant, env)
+    parsed = correlation.parse(correlation_id)
+    if not parsed.resumable:
+        raise InvalidRequest(
+            "the correlation id carries no pack and flow", errors={"correlation_id": ["Not resumable."]}
+        )
+    if not principal.sees(scope):
+        raise NotFound()
+    core._require(principal, Role.BUS, scope)
+    input_text = core._bounded_input(output)
+    wait = _gate(scope, parsed, decision_token)
+    version = core.Version(run_id=wait.run_id, suspension_id=wait.suspension_id, run_revision=wait.run_revision)
+    with transaction.atomic():
+        run, live, now = core._lock_run(principal, wait.run_id)
+        request_digest = digests.request_digest(scope=run.scope, version=version.as_dict(), input=input_text)
+        existing = core._existing_claim(run, live, version)
+        if existing is not None:
+            core._replay_or_conflict(run, existing, request_digest)
+            return core.Claimed(run=run, admission=existing, fresh=False)
+        assert live is not None
+        core._check_deadline(live, now)
+        admission, admitted = core._write_admission(
+            run=run,
+            suspension=live,
+            version=version,
+            source=AdmissionSource.DISPATCH,
+            input_text=input_text,
+            request_digest=request_digest,
+            actor=principal.name,
+            now=now,
+        )
+        # An approval-reason wait is answered here, not in the inbox: close its request.
+        core._resolve_approval(live.id, ApprovalStatus.APPROVED, now, principal.name, "answered by dispatch")
+        FlowWait.objects.filter(pk=wait.pk).update(live=False)
+        admitted.save(force_insert=True)
+    return core.Claimed(run=run, admission=admission)

@@ -1,0 +1,49 @@
+"""T10 in a real browser: an operator closes an uncertain start from the console and reads the receipt."""
+
+from datetime import timedelta
+
+import pytest
+from playwright.sync_api import expect
+
+from suspensions import digests, services
+from suspensions.models import ClosureReceipt, Run
+
+from .closure_setup import started
+from .helpers import member
+from .test_browser import ARTIFACTS, chromium, logged_in, site  # noqa: F401  (the console's browser fixtures)
+
+pytestmark = pytest.mark.browser
+
+
+def test_an_operator_closes_an_uncertain_start_from_the_console_and_sees_the_receipt(chromium, site):  # noqa: F811
+    member("olga", {"acme": ["operator"]})
+    claimed = started()
+    run_id = claimed.run.id
+    context, page = logged_in(chromium, site, "olga")
+
+    page.goto(f"{site}/console/uncertain/")
+    page.click(f"#close-{run_id} a")
+    expect(page.locator("#shown-start-digest")).to_have_text(claimed.start.digest)
+    now = services.db_now()
+    page.fill("input[name=issuer]", "cluster-controller")
+    page.fill("input[name=issuer_revision]", "rev-7")
+    page.fill("input[name=proof_ref]", "pods/agent-7/terminated <evicted>")
+    page.fill("input[name=proof_digest]", "ab" * 32)
+    page.fill("input[name=observed_at]", digests.rfc3339(now - timedelta(minutes=1)))
+    page.fill("input[name=expires_at]", digests.rfc3339(now + timedelta(hours=1)))
+    page.screenshot(path=str(ARTIFACTS / "console-closure-form.png"), full_page=True)
+    page.click("#closure-form button[type=submit]")
+
+    expect(page.locator(".message-success")).to_contain_text("The run is incomplete")
+    expect(page.locator("#receipt-integrity")).to_contain_text("Integrity check passed")
+    expect(page.locator("#receipt-actor")).to_have_text("user:olga")
+    expect(page.locator("pre code")).to_contain_text("pods/agent-7/terminated <evicted>")
+    page.screenshot(path=str(ARTIFACTS / "console-closure-receipt.png"), full_page=True)
+    receipt_digest = page.locator("#receipt-digest").inner_text()
+
+    page.goto(f"{site}/console/runs/{run_id}/")
+    expect(page.locator("#run-state")).to_have_text("incomplete")
+    expect(page.locator(".timeline-item.kind-closed")).to_have_count(1)
+    context.close()
+    assert ClosureReceipt.objects.get().digest == receipt_digest
+    assert Run.objects.get(pk=run_id).state == "incomplete"
