@@ -1,13 +1,12 @@
 """Racing bus admissions with real threads on their own connections (DESIGN §3, §5)."""
 
 import json
-import threading
 
 import pytest
-from django.db import connection
 
 from suspensions.models import Admission, Run
 from tests.helpers import client, pause, post, version
+from tests.race import race as release_together
 
 RACERS = 8
 PAUSES = 10
@@ -15,26 +14,13 @@ PAUSES = 10
 
 def race(secret, pauses, input_of):
     """Each racer admits input_of(racer) to each pause in turn, all released together."""
-    barrier = threading.Barrier(RACERS, timeout=60)
-    answers = {s["id"]: [None] * RACERS for s in pauses}
 
-    def racer(n):
-        try:
-            c = client(secret)
-            for s in pauses:
-                barrier.wait()
-                body = {"version": version(s), "input": input_of(n), "reply_with": "q-1"}
-                response = post(c, f"/api/v1/runs/{s['run_id']}/admissions", body)
-                answers[s["id"]][n] = (response.status_code, response.content)
-        finally:
-            connection.close()
+    def act(n, s):
+        body = {"version": version(s), "input": input_of(n), "reply_with": "q-1"}
+        response = post(client(secret), f"/api/v1/runs/{s['run_id']}/admissions", body)
+        return response.status_code, response.content
 
-    threads = [threading.Thread(target=racer, args=(n,)) for n in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return answers
+    return {s["id"]: row for s, row in zip(pauses, release_together(RACERS, pauses, act))}
 
 
 @pytest.fixture

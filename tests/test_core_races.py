@@ -4,40 +4,26 @@ Sixteen threads are released together by a barrier against one paused run,
 once per pause, over 25 pauses per test (50 in the file).
 """
 
-import threading
 from collections import Counter
 
 import pytest
-from django.db import connection
 
 from suspensions.models import Admission, Run, Start
 from tests.helpers import client, pause, post, version
+from tests.race import race as release_together
 
 RACERS = 16
 PAUSES = 25
 
 
 def race(secret, pauses, body_of):
-    """Every racer posts body_of(racer, pause) to each pause in turn, all released together; returns the answers."""
-    barrier = threading.Barrier(RACERS, timeout=60)
-    answers = {s["id"]: [None] * RACERS for s in pauses}
+    """Every racer posts body_of(racer, pause) to each pause in turn, all released together; answers by pause id."""
 
-    def racer(n):
-        try:
-            c = client(secret)
-            for s in pauses:
-                barrier.wait()
-                response = post(c, f"/api/v1/runs/{s['run_id']}/resume", body_of(n, s))
-                answers[s["id"]][n] = (response.status_code, response.json())
-        finally:
-            connection.close()
+    def act(n, s):
+        response = post(client(secret), f"/api/v1/runs/{s['run_id']}/resume", body_of(n, s))
+        return response.status_code, response.json()
 
-    threads = [threading.Thread(target=racer, args=(n,)) for n in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return answers
+    return {s["id"]: row for s, row in zip(pauses, release_together(RACERS, pauses, act))}
 
 
 @pytest.fixture

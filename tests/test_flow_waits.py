@@ -3,15 +3,14 @@
 import hashlib
 import json
 import re
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from suspensions.models import Admission, Approval, Event, FlowWait, Run, Suspension
 from tests.helpers import client, post, refused
+from tests.race import race
 
 CANONICAL = "acme:slack:C1:conv-9:U7"
 TOKEN = "decision-token-Zq8xv3Lw"
@@ -296,22 +295,9 @@ def test_the_approval_door_refuses_a_flow_wait(engine, token):
 def test_racing_resumes_by_correlation_id_admit_exactly_once(token):
     parked = park(client(token("acme", ["engine"], "engine")))
     secret = token("acme", ["bus"], "bus")
-    barrier = threading.Barrier(RACERS, timeout=60)
-    answers = [None] * RACERS
-
-    def racer(n):
-        try:
-            c = client(secret)
-            barrier.wait()
-            answers[n] = resume(c, parked["correlation_id"], {"racer": n}).status_code
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=racer, args=(n,)) for n in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    [answers] = race(
+        RACERS, [parked], lambda n, p: resume(client(secret), p["correlation_id"], {"racer": n}).status_code
+    )
     assert sorted(answers) == [201] + [409] * (RACERS - 1)
     assert (Admission.objects.count(), Run.objects.count()) == (1, 1)
 
@@ -319,22 +305,11 @@ def test_racing_resumes_by_correlation_id_admit_exactly_once(token):
 @pytest.mark.django_db(transaction=True)
 def test_racing_parks_on_one_key_leave_exactly_one_live_wait(token):
     secret = token("acme", ["engine"], "engine")
-    barrier = threading.Barrier(RACERS, timeout=60)
-    answers = [None] * RACERS
 
-    def racer(n):
-        try:
-            c = client(secret)
-            barrier.wait()
-            response = post(c, "/api/v1/flow-waits", park_body())
-            answers[n] = (response.status_code, response.json().get("code"))
-        finally:
-            connection.close()
+    def act(n, body):
+        response = post(client(secret), "/api/v1/flow-waits", body)
+        return response.status_code, response.json().get("code")
 
-    threads = [threading.Thread(target=racer, args=(n,)) for n in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    [answers] = race(RACERS, [park_body()], act)
     assert sorted(answers) == [(201, None)] + [(409, "already_suspended")] * (RACERS - 1)
     assert (FlowWait.objects.count(), Run.objects.count(), Suspension.objects.count()) == (1, 1, 1)

@@ -1,13 +1,12 @@
 """Racing starts with real threads on their own connections: exactly one is granted execution."""
 
 import json
-import threading
 
 import pytest
-from django.db import connection
 
 from suspensions.models import Admission, Start, Suspension
 from tests.helpers import client, pause, post, version
+from tests.race import race as release_together
 
 RACERS = 8
 ADMISSIONS = 10
@@ -15,25 +14,12 @@ ADMISSIONS = 10
 
 def race(secret, admission_ids):
     """Each racer starts each admission in turn, all released together."""
-    barrier = threading.Barrier(RACERS, timeout=60)
-    answers = {a: [None] * RACERS for a in admission_ids}
 
-    def racer(n):
-        try:
-            c = client(secret)
-            for admission_id in admission_ids:
-                barrier.wait()
-                response = post(c, f"/api/v1/admissions/{admission_id}/start", {})
-                answers[admission_id][n] = (response.status_code, json.loads(response.content))
-        finally:
-            connection.close()
+    def act(n, admission_id):
+        response = post(client(secret), f"/api/v1/admissions/{admission_id}/start", {})
+        return response.status_code, json.loads(response.content)
 
-    threads = [threading.Thread(target=racer, args=(n,)) for n in range(RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return answers
+    return dict(zip(admission_ids, release_together(RACERS, admission_ids, act)))
 
 
 @pytest.mark.slow

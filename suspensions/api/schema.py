@@ -5,9 +5,22 @@
   Retry-After); each error response gets the Problem body and media type.
 - Optional query filters ignore an empty value (django-filter's behaviour,
   which the console's GET forms rely on): `allowEmptyValue` says so.
+- The bearer token scheme (imported in SuspensionsConfig.ready so it is
+  registered before any schema is generated).
 """
 
 from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "suspensions.api.authentication.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {"type": "http", "scheme": "bearer", "description": "An API token (`sus_...`), shown once at creation."}
+
 
 PROBLEM = {
     "type": "object",

@@ -226,6 +226,23 @@ def _replay_or_conflict(run: Run, existing: Admission, request_digest: str) -> N
     raise VersionConflict(f"the pause was claimed and run {run.id} has moved on to revision {run.revision}")
 
 
+def _claim_or_replay(
+    run: Run, live: Suspension | None, version: Version, input_text: str, now: datetime
+) -> tuple[str, Admission | None]:
+    """The shared head of every claim: (request digest, the admission to replay or None to proceed).
+
+    Raises the loser's refusal (409) or, for a claim that may proceed, 410 past the deadline.
+    """
+    request_digest = digests.request_digest(scope=run.scope, version=version.as_dict(), input=input_text)
+    existing = _existing_claim(run, live, version)
+    if existing is not None:
+        _replay_or_conflict(run, existing, request_digest)
+        return request_digest, existing
+    assert live is not None
+    _check_deadline(live, now)
+    return request_digest, None
+
+
 def _check_deadline(suspension: Suspension, now: datetime) -> None:
     """Deadline partition: at exactly expires_at the row belongs to the sweeper."""
     if suspension.expires_at is not None and suspension.expires_at <= now:
@@ -416,15 +433,11 @@ def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, re
         run, live, now = _lock_run(principal, run_id)
         _require(principal, Role.ENGINE, run.scope)
         _check_reason(live, version, "one_shot")
-        request_digest = digests.request_digest(scope=run.scope, version=version.as_dict(), input=input_text)
-        existing = _existing_claim(run, live, version)
+        request_digest, existing = _claim_or_replay(run, live, version, input_text, now)
         if existing is not None:
-            _replay_or_conflict(run, existing, request_digest)
-            return Claimed(
-                run=run, admission=existing, start=Start.objects.filter(admission_id=existing.id).first(), fresh=False
-            )
+            start = Start.objects.filter(admission_id=existing.id).first()
+            return Claimed(run=run, admission=existing, start=start, fresh=False)
         assert live is not None
-        _check_deadline(live, now)
         ordered = _order_results(_loads(live.pending), results)
         admission, admitted = _write_admission(
             run=run,
@@ -462,13 +475,10 @@ def admit_reply(
         run, live, now = _lock_run(principal, run_id)
         _require(principal, Role.BUS, run.scope)
         _check_reason(live, version, "admit")
-        request_digest = digests.request_digest(scope=run.scope, version=version.as_dict(), input=input_text)
-        existing = _existing_claim(run, live, version)
+        request_digest, existing = _claim_or_replay(run, live, version, input_text, now)
         if existing is not None:
-            _replay_or_conflict(run, existing, request_digest)
             return Claimed(run=run, admission=existing, fresh=False)
         assert live is not None
-        _check_deadline(live, now)
         expected = live.reply_with
         if reply_with != expected:
             raise ReplyMismatch(f"reply_with does not match the pending call's ({expected!r})")

@@ -252,13 +252,10 @@ def resume_flow_wait(
     version = core.Version(run_id=wait.run_id, suspension_id=wait.suspension_id, run_revision=wait.run_revision)
     with transaction.atomic():
         run, live, now = core._lock_run(principal, wait.run_id)
-        request_digest = digests.request_digest(scope=run.scope, version=version.as_dict(), input=input_text)
-        existing = core._existing_claim(run, live, version)
+        request_digest, existing = core._claim_or_replay(run, live, version, input_text, now)
         if existing is not None:
-            core._replay_or_conflict(run, existing, request_digest)
             return core.Claimed(run=run, admission=existing, fresh=False)
         assert live is not None
-        core._check_deadline(live, now)
         admission, admitted = core._write_admission(
             run=run,
             suspension=live,

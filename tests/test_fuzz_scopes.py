@@ -1,0 +1,168 @@
+"""Cross-scope sweep over every API operation in the OpenAPI schema and every console URL with an id.
+
+Driven by the schema and the URLconf, so a new endpoint is covered without
+editing this file. A principal of another scope (a sibling, a name that
+shares a prefix, a child of the owner's scope) gets exactly what it gets for
+an id that does not exist, and writes nothing; lists never show a foreign row.
+"""
+
+import json
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from suspensions.models import Membership
+from tests.helpers import call, client, continuation, pause, post, snapshot, version
+
+ROLES = ("engine", "bus", "approver", "auditor", "operator")
+FOREIGN_SCOPES = ("other", "acmex", "acme/sub")
+
+
+def bodies(ids: dict[str, str]) -> dict[tuple[str, str], object]:
+    """Well-formed bodies for the id-addressed writes, so the request reaches the scope check."""
+    v = {"run_id": ids["run"], "suspension_id": ids["suspension"], "run_revision": 2}
+    return {
+        ("post", "/api/v1/runs/{id}/suspend"): {
+            "revision": 2,
+            "reason": "external_tool",
+            "pending": [call()],
+            "continuation": continuation(),
+        },
+        ("post", "/api/v1/runs/{id}/resume"): {"version": v, "results": [{"call_id": "c1", "content": "x"}]},
+        ("post", "/api/v1/runs/{id}/complete"): {"revision": 2},
+        ("post", "/api/v1/runs/{id}/cancel"): {"revision": 2},
+        ("post", "/api/v1/runs/{id}/fail"): {"revision": 2, "error": "x"},
+        ("post", "/api/v1/runs/{id}/admissions"): {"version": v, "input": '"hi"', "reply_with": "q-1"},
+        ("post", "/api/v1/approvals/{id}/decide"): {"version": v, "decision": "approve"},
+    }
+
+
+def kind(path: str, name: str) -> str:
+    if name == "suspension_id" or path.startswith(("/api/v1/suspensions/", "/api/v1/approvals/")):
+        return "suspension"
+    if path.startswith("/api/v1/admissions/"):
+        return "admission"
+    assert path.startswith("/api/v1/runs/"), f"no object kind known for {path}: add it to kind()"
+    return "run"
+
+
+def fill(path: str, ids: dict[str, str]) -> str:
+    out = path
+    for name in ("id", "suspension_id"):
+        out = out.replace("{" + name + "}", ids[kind(path, name)])
+    assert "{" not in out, f"unknown path parameter in {path}"
+    return out
+
+
+def send(c, method: str, url: str, body: object) -> object:
+    if method == "get":
+        return c.get(url)
+    return getattr(c, method)(url, data=json.dumps(body or {}), content_type="application/json")
+
+
+def shape(response) -> tuple:
+    body = response.json() if response["Content-Type"].startswith(("application/json", "application/problem")) else {}
+    return response.status_code, body.get("code"), body.get("title")
+
+
+@pytest.fixture
+def acme(db, token):
+    """Rows of every kind in scope acme: a run paused for approval, a resumed one with an admission and a start."""
+    owner = client(token("acme", ROLES, "acme-owner"))
+    approval = pause(owner, reason="approval")
+    tool = pause(owner)
+    resumed = post(
+        owner,
+        f"/api/v1/runs/{tool['run_id']}/resume",
+        {"version": version(tool), "results": [{"call_id": "c1", "content": "ok"}]},
+    ).json()
+    reply = pause(owner, reason="agent_reply")
+    ids = {"run": approval["run_id"], "suspension": approval["id"], "admission": resumed["admission"]["id"]}
+    every = {
+        approval["run_id"],
+        approval["id"],
+        tool["run_id"],
+        tool["id"],
+        resumed["admission"]["id"],
+        reply["run_id"],
+        reply["id"],
+    }
+    return ids, every
+
+
+def operations():
+    schema = json.loads(Client().get("/api/schema/?format=json").content)
+    for path, item in schema["paths"].items():
+        for method in item:
+            if method in {"get", "post", "put", "patch", "delete"}:
+                yield method, path
+
+
+@pytest.mark.parametrize("scope", FOREIGN_SCOPES)
+def test_a_foreign_scope_gets_the_answer_of_a_missing_id_on_every_operation(acme, token, scope):
+    ids, _ = acme
+    missing = {k: str(uuid.uuid4()) for k in ids}
+    foreign = client(token(scope, ROLES, f"foreign-{scope}"))
+    table = bodies(ids)
+    checked = 0
+    for method, path in operations():
+        if "{" not in path:
+            continue
+        before = snapshot()
+        real = send(foreign, method, fill(path, ids), table.get((method, path)))
+        absent = send(foreign, method, fill(path, missing), bodies(missing).get((method, path)))
+        assert shape(real) == shape(absent), (method, path, real.content[:300])
+        if (method, path) in table or method == "get":
+            assert shape(real)[:2] == (404, "not_found"), (method, path, real.content[:300])
+        assert snapshot() == before, (method, path)
+        checked += 1
+    assert checked >= 15
+
+
+@pytest.mark.parametrize("scope", FOREIGN_SCOPES)
+def test_no_list_shows_a_row_of_another_scope(acme, token, scope):
+    _, every = acme
+    foreign = client(token(scope, ROLES, f"foreign-{scope}"))
+    lists = [path for method, path in operations() if method == "get" and "{" not in path]
+    assert "/api/v1/runs" in lists
+    for path in lists:
+        for query in ("", "?scope=acme", "?state=paused", "?reason=approval"):
+            response = foreign.get(path + query)
+            assert response.status_code in (200, 400, 403), (path, query, response.content[:300])
+            leaked = [i for i in every if i in response.content.decode()]
+            assert leaked == [], (path, query)
+
+
+def console_patterns(resolver=None, prefix=""):
+    """Every console URL pattern that takes an object id, with its route."""
+    resolver = resolver or get_resolver()
+    for entry in resolver.url_patterns:
+        route = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            yield from console_patterns(entry, route)
+        elif isinstance(entry, URLPattern) and route.startswith("console/") and "<uuid:" in route:
+            yield route
+
+
+def test_a_staff_member_of_another_scope_gets_404_on_every_console_page_with_an_id(acme):
+    ids, _ = acme
+    user = get_user_model().objects.create_user(username="stranger", password="x", is_staff=True)
+    for role in ROLES:
+        m = Membership(user=user, role=role)
+        m.stamp_scope("other")
+        m.save()
+    browser = Client()
+    browser.force_login(user)
+    routes = list(console_patterns())
+    for route in routes:
+        url = "/" + route.replace("<uuid:suspension_id>", ids["suspension"])
+        url = url.replace("<uuid:pk>", ids["suspension"] if "approvals" in route else ids["run"])
+        before = snapshot()
+        statuses = {method: getattr(browser, method)(url).status_code for method in ("get", "post")}
+        # Each page answers 404 to the method it serves; 405 only to the one it does not.
+        assert set(statuses.values()) <= {404, 405} and 404 in statuses.values(), (url, statuses)
+        assert snapshot() == before, url
+    assert len(routes) >= 5
