@@ -38,9 +38,11 @@ browser:
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	DJANGO_SECRET_KEY=lint .venv/bin/mypy suspensions suspensions_project
 
 test: install services browser
 	.venv/bin/ruff check .
+	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project
 	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 

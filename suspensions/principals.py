@@ -1,6 +1,7 @@
 """Who is calling: an API token or a staff user, reduced to (scope, roles) grants."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import Q
 
@@ -51,7 +52,7 @@ def for_token(token: object) -> Principal:
     return Principal(name=f"token:{token.name}", grants=((token.scope, token.role_set),), token_id=str(token.id))
 
 
-def for_user(user: object) -> Principal:
+def for_user(user: Any) -> Principal:
     from .models import Membership
 
     grants: dict[str, set[str]] = {}

@@ -10,7 +10,7 @@ from ..exceptions import InvalidRequest
 class IdCursorPagination(CursorPagination):
     """Newest first; ids are time-ordered."""
 
-    ordering = "-id"
+    ordering: str | tuple[str, ...] = "-id"
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200

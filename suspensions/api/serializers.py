@@ -53,7 +53,8 @@ class RunConfig(Strict):
     all_tools_restricted = StrictBool(required=False)
     persona_ref = StrictStr(required=False, allow_blank=True)
     budget = JSONObject(required=False)
-    context = JSONObject(required=False, allow_null=True)
+    # The metaclass moves declared fields off the class, so these names do not shadow Field/Serializer attributes.
+    context = JSONObject(required=False, allow_null=True)  # type: ignore[assignment]
     publication = JSONObject(required=False)
 
 
@@ -228,7 +229,7 @@ class EventOut(serializers.Serializer):
     kind = serializers.CharField()
     actor = serializers.CharField()
     revision = serializers.IntegerField()
-    data = serializers.JSONField()
+    data = serializers.JSONField()  # type: ignore[assignment]
     at = serializers.DateTimeField()
 
 
@@ -278,7 +279,7 @@ class AdmissionReceiptOut(serializers.Serializer):
     run_id = serializers.UUIDField()
     suspension_id = serializers.UUIDField()
     scope = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
     # Only in lists and `latest`: the receipt itself is immutable, the state is not.
     state = serializers.CharField(required=False)
     version = VersionOut()

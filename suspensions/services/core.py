@@ -185,7 +185,7 @@ def _check_reason(suspension: Suspension | None, version: Version, path: str) ->
         (Reason.EXTERNAL_TOOL, "admit"): NotAnAgentReply,
         (Reason.APPROVAL, "admit"): NotAnAgentReply,
     }
-    refusal = refusals.get((suspension.reason, path))  # type: ignore[call-overload]
+    refusal = refusals.get((Reason(suspension.reason), path))
     if refusal is not None:
         raise refusal()
 
