@@ -24,6 +24,11 @@ def digest(value: Any) -> str:
     return hashlib.sha256(canonical(value)).hexdigest()
 
 
+def sha256_hex(text: str) -> str:
+    """Lowercase hex SHA-256 of text already encoded as wanted (a token, a retained request)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def rfc3339(moment: datetime | None) -> str | None:
     if moment is None:
         return None

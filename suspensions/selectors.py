@@ -1,5 +1,7 @@
 """Scoped reads shared by the API, the console and the tasks. Selectors never lock."""
 
+from typing import Any
+
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from . import scopes
@@ -45,6 +47,30 @@ def pending_approvals(principal: Principal) -> QuerySet[Suspension]:
 
 def admissions(principal: Principal) -> QuerySet[Admission]:
     return Admission.objects.filter(principal.scope_q())
+
+
+def latest_admission(
+    principal: Principal, run_id: Any, *, with_input: bool = True
+) -> tuple[Admission | None, Start | None]:
+    """The run's newest admission (greatest suspension id: ids are time-ordered) and its start, if any.
+
+    Recovery, closure and the console read the same row; `with_input=False`
+    leaves out the retained input (up to 8 MiB) where only digests are shown.
+    """
+    query = admissions(principal).filter(run_id=run_id).order_by("-suspension_id")
+    latest = (query if with_input else query.defer("input")).first()
+    start = starts(principal).filter(admission_id=latest.id).first() if latest is not None else None
+    return latest, start
+
+
+def is_uncertain_start(run: Run, admission: Admission | None, start: Start | None) -> bool:
+    """A run that started executing its latest admission and never finished (DESIGN §7)."""
+    return (
+        run.state == RunState.RUNNING
+        and admission is not None
+        and start is not None
+        and admission.state == AdmissionState.STARTED
+    )
 
 
 def starts(principal: Principal) -> QuerySet[Start]:

@@ -1,6 +1,5 @@
 """Bearer tokens: stored as SHA-256, shown once, revocable."""
 
-import hashlib
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -9,6 +8,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from .. import digests
 from ..models import ApiToken
 from ..principals import Principal, for_token, for_user
 
@@ -19,7 +19,7 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def hash_token(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+    return digests.sha256_hex(secret)
 
 
 def new_secret() -> str:

@@ -291,12 +291,10 @@ class RunAdmissions(generics.ListAPIView):
 class LatestAdmission(APIView):
     @extend_schema(responses={200: s.LatestAdmissionOut, **ERRORS})
     def get(self, request: Request, pk: UUID) -> Response:
-        principal = principal_of(request)
-        latest = selectors.admissions(principal).filter(run_id=pk).order_by("-suspension_id").first()
+        latest, start = selectors.latest_admission(principal_of(request), pk)
         if latest is None:
             raise NotFound()
         body = admission_row(latest)
-        start = selectors.starts(principal).filter(admission_id=latest.id).first()
         body["start"] = services.start_receipt(start) if start else None
         return Response(body)
 

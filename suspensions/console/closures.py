@@ -23,7 +23,7 @@ from .. import selectors, services
 from ..api.authentication import principal_of
 from ..api.closures import HEX_SHA256
 from ..exceptions import InvalidRequest, NotFound, ServiceError
-from ..models import Admission, AdmissionState, Role, RunState
+from ..models import Admission, Role
 from ..principals import Principal
 
 # What an operator reads when the closure did not go through (the service's code -> a sentence).
@@ -101,14 +101,8 @@ def uncertain_start(principal: Principal, run_id: UUID) -> dict[str, Any]:
     run = selectors.runs(principal).filter(pk=run_id).first()
     if run is None:
         raise Http404("run not found")
-    latest = selectors.admissions(principal).filter(run_id=run.id).defer("input").order_by("-suspension_id").first()
-    start = selectors.starts(principal).filter(admission_id=latest.id).first() if latest else None
-    closable = (
-        run.state == RunState.RUNNING
-        and latest is not None
-        and start is not None
-        and latest.state == AdmissionState.STARTED
-    )
+    latest, start = selectors.latest_admission(principal, run.id, with_input=False)
+    closable = selectors.is_uncertain_start(run, latest, start)
     return {
         "run": {"id": str(run.id), "agent_id": run.agent_id, "scope": run.scope, "state": run.state},
         "run_revision": run.revision,

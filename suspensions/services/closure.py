@@ -20,7 +20,6 @@ Refusal order, and why:
    (400 invalid_request with a field error: DESIGN has no dedicated code).
 """
 
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +30,7 @@ from django.db import connection, transaction
 
 from .. import digests, selectors
 from ..exceptions import ClosureConflict, InvalidRequest, InvalidState, NotFound, VersionConflict
-from ..models import Admission, AdmissionState, ClosureReceipt, Role, Run, RunState, Start
+from ..models import Admission, AdmissionState, ClosureReceipt, Role, Run, RunState
 from ..principals import Principal
 from .core import Version, _event, _lock_run, _move, _require
 
@@ -93,10 +92,6 @@ def _bound_time() -> None:
             cursor.execute(f"SET LOCAL statement_timeout = '{TIMEOUT}'")
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def receipt_digest(receipt: ClosureReceipt) -> str:
     """The digest over the receipt's other fields (the request is bound by its own digest)."""
     return digests.digest(
@@ -114,14 +109,14 @@ def receipt_digest(receipt: ClosureReceipt) -> str:
     )
 
 
-def _uncertain_start(run: Run, request: ClosureRequest) -> Admission:
+def _uncertain_start(principal: Principal, run: Run, request: ClosureRequest) -> Admission:
     """The started, unfinished admission the request binds; raise the refusal otherwise."""
     if run.state != RunState.RUNNING:
         raise InvalidState(f"run {run.id} is {run.state}; only a running run can be closed")
-    latest = Admission.objects.filter(run_id=run.id).order_by("-suspension_id").first()
-    start = Start.objects.filter(admission_id=latest.id).first() if latest is not None else None
-    if latest is None or start is None or latest.state != AdmissionState.STARTED:
+    latest, start = selectors.latest_admission(principal, run.id, with_input=False)
+    if not selectors.is_uncertain_start(run, latest, start):
         raise InvalidState(f"run {run.id} has no started execution to close")
+    assert latest is not None and start is not None
     current = Version(run_id=run.id, suspension_id=latest.suspension_id, run_revision=latest.version_revision)
     if request.version.as_dict() != current.as_dict():
         raise VersionConflict(
@@ -152,7 +147,7 @@ def _write_closure(
     run: Run, admission: Admission, request: ClosureRequest, actor: str, now: datetime
 ) -> ClosureReceipt:
     text = request.canonical_text(scope=run.scope, actor=actor)
-    request_digest = _sha256(text)
+    request_digest = digests.sha256_hex(text)
     _move(run, RunState.INCOMPLETE, now, error=f"closed as incomplete by {actor}")
     Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.CLOSED)
     event = _event(
@@ -200,7 +195,7 @@ def close_run(*, principal: Principal, run_id: UUID | str, request: ClosureReque
         _bound_time()
         run, _live, now = _lock_run(principal, run_id)
         _require(principal, Role.OPERATOR, run.scope)
-        request_digest = _sha256(request.canonical_text(scope=run.scope, actor=principal.name))
+        request_digest = digests.sha256_hex(request.canonical_text(scope=run.scope, actor=principal.name))
         existing = ClosureReceipt.objects.filter(run_id=run.id, suspension_id=request.version.suspension_id).first()
         if existing is not None:
             if existing.request_digest != request_digest:
@@ -210,7 +205,7 @@ def close_run(*, principal: Principal, run_id: UUID | str, request: ClosureReque
                     closed_digest=existing.request_digest,
                 )
             return Closed(run=run, receipt=existing, fresh=False)
-        admission = _uncertain_start(run, request)
+        admission = _uncertain_start(principal, run, request)
         _check_proof_window(request, now)
         receipt = _write_closure(run, admission, request, principal.name, now)
     return Closed(run=run, receipt=receipt)
@@ -241,6 +236,7 @@ def closure_receipt(receipt: ClosureReceipt, *, fresh: bool) -> dict[str, Any]:
         "closed_at": digests.rfc3339(receipt.closed_at),
         "digest": receipt.digest,
         # Integrity only: recomputed from what is stored; it grants nothing.
-        "valid": _sha256(receipt.request) == receipt.request_digest and receipt_digest(receipt) == receipt.digest,
+        "valid": digests.sha256_hex(receipt.request) == receipt.request_digest
+        and receipt_digest(receipt) == receipt.digest,
         "fresh": fresh,
     }

@@ -23,7 +23,6 @@ Decisions:
   a wait nobody can re-derive would only ever expire.
 """
 
-import hashlib
 import hmac
 import secrets
 from dataclasses import asdict, dataclass
@@ -92,10 +91,6 @@ def _scope(tenant: str, env: str) -> str:
 
 def _segment(value: str) -> bool:
     return scopes.SEGMENT.fullmatch(value) is not None
-
-
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def _resumable_key(envelope: Envelope, parked: Correlation) -> str:
@@ -190,7 +185,7 @@ def _write_wait(suspension: Suspension, envelope: Envelope, nonce: str, key: str
         nonce=nonce,
         pack=envelope.pack,
         flow=envelope.flow,
-        decision_token_hash=_token_hash(token) if token else "",
+        decision_token_hash=digests.sha256_hex(token) if token else "",
         run_id=suspension.run.id,
         suspension_id=suspension.id,
         run_revision=suspension.run.revision,
@@ -217,7 +212,7 @@ def _gate(scope: str, parsed: Correlation, token: str | None) -> FlowWait:
     if wait.flow != parsed.flow:
         raise WrongGate("the correlation id names another flow than the parked wait's")
     # The token is compared as hashes in constant time and never echoed.
-    if wait.decision_token_hash and not hmac.compare_digest(_token_hash(token or ""), wait.decision_token_hash):
+    if wait.decision_token_hash and not hmac.compare_digest(digests.sha256_hex(token or ""), wait.decision_token_hash):
         raise BadToken()
     return wait
 
