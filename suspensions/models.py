@@ -128,6 +128,12 @@ class Approval(Scoped):
 
     suspension_id = models.UUIDField(primary_key=True)
     run_id = models.UUIDField(db_index=True)
+    # What was asked, kept with the record: the pause is deleted by a deny or a
+    # start, and an auditor must still see which calls were decided for which agent.
+    agent_id = models.CharField(max_length=200, blank=True)
+    pending = models.TextField(blank=True)
+    requested_by = models.CharField(max_length=200, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING)
     decided_by = models.CharField(max_length=200, blank=True)
     note = models.TextField(blank=True)
@@ -270,6 +276,8 @@ class ApiToken(Scoped):
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     prefix = models.CharField(max_length=16, editable=False)
     revoked = models.BooleanField(default=False)
+    # Null: never expires. Past it the token is refused like a revoked one.
+    expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
 

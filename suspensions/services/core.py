@@ -385,7 +385,15 @@ def suspend_run(
         suspension.stamp_scope(run.scope)
         suspension.save(force_insert=True)
         if reason == Reason.APPROVAL:
-            approval = Approval(suspension_id=suspension.id, run_id=run.id, created_at=now)
+            approval = Approval(
+                suspension_id=suspension.id,
+                run_id=run.id,
+                agent_id=run.agent_id,
+                pending=pending_text,
+                requested_by=principal.name,
+                expires_at=expires_at,
+                created_at=now,
+            )
             approval.stamp_scope(run.scope)
             approval.save(force_insert=True)
         # A new pause ends the execution the previous start granted.
