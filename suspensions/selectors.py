@@ -52,12 +52,16 @@ def admissions(principal: Principal) -> QuerySet[Admission]:
 def latest_admission(
     principal: Principal, run_id: Any, *, with_input: bool = True
 ) -> tuple[Admission | None, Start | None]:
-    """The run's newest admission (greatest suspension id: ids are time-ordered) and its start, if any.
+    """The run's newest admission and its start, if any.
+
+    Newest by the revision its claim took: each claim of a run moves the run
+    to a new, greater revision under the run lock, so the order is exact. Ids
+    would order by millisecond only across processes (ids.py).
 
     Recovery, closure and the console read the same row; `with_input=False`
     leaves out the retained input (up to 8 MiB) where only digests are shown.
     """
-    query = admissions(principal).filter(run_id=run_id).order_by("-suspension_id")
+    query = admissions(principal).filter(run_id=run_id).order_by("-claimed_revision")
     latest = (query if with_input else query.defer("input")).first()
     start = starts(principal).filter(admission_id=latest.id).first() if latest is not None else None
     return latest, start
@@ -83,6 +87,15 @@ def events(principal: Principal) -> QuerySet[Event]:
 
 def approvals(principal: Principal) -> QuerySet[Approval]:
     return Approval.objects.filter(principal.scope_q())
+
+
+def approval_records(principal: Principal) -> QuerySet[Approval]:
+    """Approval requests, pending or resolved, in scopes where the principal approves or audits.
+
+    The record keeps what was asked (agent, calls, requester), so it answers
+    after the pause is gone: an auditor always sees what was decided.
+    """
+    return Approval.objects.filter(principal.scope_q("approver", "auditor"))
 
 
 def expiries(principal: Principal) -> QuerySet[ExpiryReceipt]:

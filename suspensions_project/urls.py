@@ -1,9 +1,10 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from suspensions import health
+from suspensions.api.errors import unknown_api_path
 
 handler404 = "suspensions.api.errors.not_found"
 
@@ -11,6 +12,9 @@ urlpatterns = [
     path("api/v1/", include("suspensions.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # Any other /api/ path (an unknown route, a malformed id) is a problem+json 404,
+    # with DEBUG on too, where Django would answer its HTML page instead of handler404.
+    re_path(r"^api/", unknown_api_path),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),

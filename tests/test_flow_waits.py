@@ -36,6 +36,8 @@ def envelope(**overrides):
 
 def park_body(reason="agent_reply", token=None, **overrides):
     body = {"envelope": envelope(**overrides), "snapshot": SNAPSHOT, "reason": reason}
+    if reason == "approval" and token is None:
+        token = TOKEN  # an approval wait must carry one (DESIGN §16)
     if token is not None:
         body["decision_token"] = token
     return body
@@ -103,7 +105,7 @@ def test_two_parks_get_different_nonces_for_different_keys(engine):
 def test_each_reason_round_trips_and_the_start_gives_the_snapshot_back_unchanged(engine, bus, reason):
     parked = park(engine, reason)
     output = {"reply": "yes", "items": [3, 1, 2]}
-    resumed = resume(bus, parked["correlation_id"], output)
+    resumed = resume(bus, parked["correlation_id"], output, token=TOKEN)
     assert resumed.status_code == 201, resumed.content
     admission = resumed.json()["admission"]
     assert (admission["source"], admission["fresh"], admission["run_id"]) == ("dispatch", True, parked["run_id"])
@@ -118,9 +120,20 @@ def test_each_reason_round_trips_and_the_start_gives_the_snapshot_back_unchanged
 
 def test_an_approval_wait_answered_by_dispatch_closes_its_approval_request(engine, bus):
     parked = park(engine, "approval")
-    assert resume(bus, parked["correlation_id"]).status_code == 201
+    assert resume(bus, parked["correlation_id"], token=TOKEN).status_code == 201
     approval = Approval.objects.get(suspension_id=parked["suspension_id"])
     assert (approval.status, approval.decided_by) == ("approved", "token:bus")
+
+
+def test_an_approval_wait_without_a_decision_token_is_refused_so_the_bus_alone_never_approves(engine):
+    body = {"envelope": envelope(), "snapshot": SNAPSHOT, "reason": "approval"}
+    problem = refused(lambda: post(engine, "/api/v1/flow-waits", body), 400, "invalid_request")
+    assert "decision_token" in problem["errors"]
+
+
+def test_an_approval_wait_is_not_approved_by_the_bus_without_its_token(engine, bus):
+    parked = park(engine, "approval")
+    refused(lambda: resume(bus, parked["correlation_id"]), 403, "bad_token")
 
 
 BAD_PARKS = {

@@ -7,6 +7,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -103,6 +104,11 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         log.exception("database error")
         return problem_response(Unavailable())
     return None
+
+
+@csrf_exempt  # a POST to a wrong path is a 404 problem, not Django's HTML CSRF page
+def unknown_api_path(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    return problem_json_response(NotFound(f"no API resource at {request.path}"))
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -2,9 +2,18 @@
 
 from typing import Any
 
-from rest_framework.pagination import CursorPagination
+from django.core.exceptions import ValidationError
+from django.db import DataError
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import Cursor, CursorPagination
 
 from ..exceptions import InvalidRequest
+
+
+def bad_cursor() -> InvalidRequest:
+    return InvalidRequest(
+        "the cursor is not one this API issued", errors={"cursor": ["Use the `next` or `previous` link as given."]}
+    )
 
 
 class IdCursorPagination(CursorPagination):
@@ -26,6 +35,21 @@ class IdCursorPagination(CursorPagination):
                 errors={"page_size": [f"Must be an integer from 1 to {self.max_page_size}."]},
             )
         return int(raw)
+
+    def decode_cursor(self, request: Any) -> Cursor | None:
+        # DRF answers a tampered cursor with 404; it is a malformed request (400), the page exists.
+        try:
+            return super().decode_cursor(request)
+        except NotFound:
+            raise bad_cursor() from None
+
+    def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> list[Any] | None:
+        # A well-formed cursor whose position is not a value of the ordering field
+        # (an id that is no UUID, a date out of range) fails only when the query is built.
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except (ValidationError, ValueError, OverflowError, DataError):
+            raise bad_cursor() from None
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)

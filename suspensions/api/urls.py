@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import closures, discovery, flows, receipts, views
+from . import approvals, closures, discovery, flows, receipts, views
 
 urlpatterns = [
     path("runs", views.RunList.as_view(), name="runs"),
@@ -16,6 +16,7 @@ urlpatterns = [
     path("suspensions", views.SuspensionList.as_view(), name="suspensions"),
     path("suspensions/<uuid:pk>", views.SuspensionDetail.as_view(), name="suspension-detail"),
     path("approvals", views.ApprovalList.as_view(), name="approvals"),
+    path("approvals/<uuid:pk>", approvals.ApprovalDetail.as_view(), name="approval"),
     path("approvals/<uuid:pk>/decide", views.Decide.as_view(), name="approval-decide"),
     path("admissions", views.AdmissionList.as_view(), name="admissions"),
     path("admissions/<uuid:pk>/start", views.StartAdmission.as_view(), name="admission-start"),

@@ -23,7 +23,7 @@ UNCERTAIN_LIMIT = 200
 
 def visible_approvals(principal: Principal) -> QuerySet[Approval]:
     """Approval requests (pending or resolved) where the principal approves or audits."""
-    return selectors.approvals(principal).filter(principal.scope_q(Role.APPROVER, Role.AUDITOR))
+    return selectors.approval_records(principal)
 
 
 def state_counts(principal: Principal) -> list[dict[str, Any]]:

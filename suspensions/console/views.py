@@ -33,6 +33,7 @@ LOST = {
     "forbidden": "You do not hold the approver role in this approval's scope.",
     "not_found": "This approval no longer exists or is outside your scopes.",
     "not_an_approval": "This pause is not waiting for an approver.",
+    "wrong_gate": "This approval belongs to a flow wait and is answered through its flow, not here.",
     "input_too_large": "The note is too long.",
     "invalid_request": "The decision form was incomplete; reload the page and try again.",
 }
@@ -92,6 +93,10 @@ def approval(request: HttpRequest, pk: UUID) -> HttpResponse:
             "run_id": str(record.run_id),
             "scope": record.scope,
             "status": record.status,
+            "agent_id": record.agent_id,
+            # What was asked, from the record: it outlives the pause (deny, start, expiry).
+            "calls": present.call_rows(record.pending),
+            "requested_by": record.requested_by,
             "decided_by": record.decided_by,
             "note": record.note,
             "created_at": record.created_at,
@@ -128,6 +133,8 @@ def decision_context(principal: Any, susp: Any, now: Any) -> dict[str, Any]:
     return {
         "allowed": principal.can(Role.APPROVER, susp.scope),
         "expired": expired,
+        # A flow wait is decided through its flow's gate with the decision token, never here.
+        "gated": bool(susp.correlation_id),
         "version": {"run_id": str(susp.run.id), "suspension_id": str(susp.id), "run_revision": susp.run.revision},
     }
 

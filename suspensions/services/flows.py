@@ -19,6 +19,10 @@ Decisions:
 - Every park mints a nonce, so a correlation id without one is `wrong_gate`.
   A correlation id naming another flow than the parked one is `wrong_gate`
   too: the nonce matched, but the id was not the one handed out.
+- An approval-reason park needs a decision token (400 without one): the bus
+  carries every correlation id, so without a secret only the approver's side
+  holds, the bus alone could approve. Such a wait is decided through the
+  dispatch door with the token, never in the console's inbox.
 - A park is refused (400) unless its correlation id gives back its own key:
   a wait nobody can re-derive would only ever expire.
 """
@@ -156,6 +160,13 @@ def park_flow_wait(
     """
     scope = _scope(envelope.tenant, envelope.env)
     core._require(principal, Role.ENGINE, scope)
+    if reason == Reason.APPROVAL and not decision_token:
+        # The bus holds every correlation id it carries: without a token only the
+        # approver's side knows, the bus alone could approve (DESIGN §16).
+        raise InvalidRequest(
+            "an approval wait needs a decision token",
+            errors={"decision_token": ["Required when reason is approval."]},
+        )
     nonce = secrets.token_hex(16)
     parked = envelope.correlation(nonce)
     key = _resumable_key(envelope, parked)

@@ -1,0 +1,94 @@
+"""One approval, pending or decided, with what was asked (DESIGN §15, last paragraph)."""
+
+import json
+from typing import Any
+from uuid import UUID
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import digests, selectors
+from ..exceptions import Forbidden, NotFound
+from ..models import Admission, AdmissionSource, Approval, ApprovalStatus, Run, RunState
+from ..principals import Principal
+from .authentication import principal_of
+from .views import ERRORS
+
+
+class AskedCallOut(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    arguments = serializers.CharField(help_text="The arguments as the model wrote them: a string holding JSON.")
+
+
+class VersionOut(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    run_revision = serializers.IntegerField()
+
+
+class ApprovalOut(serializers.Serializer):
+    suspension_id = serializers.UUIDField()
+    run_id = serializers.UUIDField()
+    scope = serializers.CharField()
+    agent_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=ApprovalStatus.choices)
+    calls = AskedCallOut(many=True, help_text="The tool calls that were asked, kept after the pause is gone.")
+    requested_by = serializers.CharField(help_text="The principal that stored the pause.")
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    decided_by = serializers.CharField(help_text="Empty while pending and when nobody answered.")
+    note = serializers.CharField(help_text="The approver's note, or the reason of a denial.")
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    admission_id = serializers.UUIDField(allow_null=True, help_text="The admission an approval created.")
+    run_state = serializers.CharField(allow_null=True)
+    version = VersionOut(allow_null=True, help_text="The claim version to decide with; null once decided.")
+
+
+def approval_body(record: Approval, run: Run | None, admission: Admission | None) -> dict[str, Any]:
+    """The approval's wire shape: the record, plus where its run is now."""
+    calls = json.loads(record.pending) if record.pending else []
+    deciding = record.status == ApprovalStatus.PENDING and run is not None and run.state == RunState.PAUSED
+    return {
+        "suspension_id": str(record.suspension_id),
+        "run_id": str(record.run_id),
+        "scope": record.scope,
+        "agent_id": record.agent_id,
+        "status": record.status,
+        "calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
+        "requested_by": record.requested_by,
+        "created_at": digests.rfc3339(record.created_at),
+        "expires_at": digests.rfc3339(record.expires_at),
+        "decided_by": record.decided_by,
+        "note": record.note,
+        "resolved_at": digests.rfc3339(record.resolved_at),
+        "admission_id": str(admission.id) if admission is not None else None,
+        "run_state": run.state if run is not None else None,
+        "version": digests.version_dict(record.run_id, record.suspension_id, run.revision) if deciding else None,
+    }
+
+
+def find_approval(principal: Principal, suspension_id: UUID) -> dict[str, Any]:
+    """The approval body for an approver or auditor of its scope (403 without either role anywhere, 404 unseen)."""
+    if not principal.superuser and not principal.scopes_with("approver", "auditor"):
+        raise Forbidden("the 'approver' or 'auditor' role is required")
+    record = selectors.approval_records(principal).filter(pk=suspension_id).first()
+    if record is None:
+        raise NotFound(f"approval {suspension_id} not found")
+    run = selectors.runs(principal).filter(pk=record.run_id).first()
+    admission = (
+        selectors.admissions(principal)
+        .filter(run_id=record.run_id, suspension_id=record.suspension_id, source=AdmissionSource.APPROVAL)
+        .defer("input")
+        .first()
+    )
+    return approval_body(record, run, admission)
+
+
+class ApprovalDetail(APIView):
+    @extend_schema(responses={200: ApprovalOut, **ERRORS})
+    def get(self, request: Request, pk: UUID) -> Response:
+        return Response(find_approval(principal_of(request), pk))
