@@ -15,6 +15,7 @@ from ..exceptions import Forbidden, NotFound
 from ..models import Admission, AdmissionSource, Approval, ApprovalStatus, Run, RunState
 from ..principals import Principal
 from .authentication import principal_of
+from .serializers import VersionOut
 from .views import ERRORS
 
 
@@ -22,12 +23,6 @@ class AskedCallOut(serializers.Serializer):
     id = serializers.CharField()
     name = serializers.CharField()
     arguments = serializers.CharField(help_text="The arguments as the model wrote them: a string holding JSON.")
-
-
-class VersionOut(serializers.Serializer):
-    run_id = serializers.UUIDField()
-    suspension_id = serializers.UUIDField()
-    run_revision = serializers.IntegerField()
 
 
 class ApprovalOut(serializers.Serializer):
@@ -51,7 +46,9 @@ class ApprovalOut(serializers.Serializer):
 def approval_body(record: Approval, run: Run | None, admission: Admission | None) -> dict[str, Any]:
     """The approval's wire shape: the record, plus where its run is now."""
     calls = json.loads(record.pending) if record.pending else []
-    deciding = record.status == ApprovalStatus.PENDING and run is not None and run.state == RunState.PAUSED
+    version = None
+    if record.status == ApprovalStatus.PENDING and run is not None and run.state == RunState.PAUSED:
+        version = digests.version_dict(record.run_id, record.suspension_id, run.revision)
     return {
         "suspension_id": str(record.suspension_id),
         "run_id": str(record.run_id),
@@ -67,7 +64,7 @@ def approval_body(record: Approval, run: Run | None, admission: Admission | None
         "resolved_at": digests.rfc3339(record.resolved_at),
         "admission_id": str(admission.id) if admission is not None else None,
         "run_state": run.state if run is not None else None,
-        "version": digests.version_dict(record.run_id, record.suspension_id, run.revision) if deciding else None,
+        "version": version,
     }
 
 
