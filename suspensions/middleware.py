@@ -1,11 +1,15 @@
-"""Refusals that must happen before a view runs."""
+"""Refusals that must happen before a view runs, and the cache headers every API and console answer carries."""
 
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.cache import add_never_cache_headers
 
+from . import logins
 from .api.errors import problem_json_response
 from .exceptions import InvalidRequest, RequestTooLarge, Unavailable
 
@@ -42,3 +46,50 @@ class DatabaseUnavailableMiddleware:
         if isinstance(exception, (OperationalError, InterfaceError)):
             return problem_json_response(Unavailable())
         return None
+
+
+class NoStoreMiddleware:
+    """Cache-Control: no-store on every API answer and console page (DESIGN §16).
+
+    They carry continuations, inputs and receipts; no browser or proxy cache
+    may keep a copy. Every one of them, not a list of views, so a new
+    endpoint cannot forget it.
+    """
+
+    PREFIXES = ("/api/v1/", "/console/")
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.path.startswith(self.PREFIXES):
+            add_never_cache_headers(response)
+        return response
+
+
+class LoginLockoutMiddleware:
+    """A locked (username, address) gets a 429 page from both sign-in forms, even with the right password.
+
+    The rule itself is logins.LockoutBackend's; this is only its HTTP face,
+    answered before the form checks a password.
+    """
+
+    LOGIN_VIEWS = frozenset({"console:login", "admin:login"})
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(self, request: HttpRequest, view: Any, args: Any, kwargs: Any) -> HttpResponse | None:
+        match = request.resolver_match
+        if request.method != "POST" or match is None or match.view_name not in self.LOGIN_VIEWS:
+            return None
+        left = logins.refused(logins.submitted_username(request), logins.client_address(request))
+        if not left:
+            return None
+        response = render(request, "registration/login_locked.html", {"minutes": -(-left // 60)}, status=429)
+        response["Retry-After"] = str(left)
+        return response

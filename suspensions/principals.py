@@ -52,14 +52,27 @@ def for_token(token: object) -> Principal:
     return Principal(name=f"token:{token.name}", grants=((token.scope, token.role_set),), token_id=str(token.id))
 
 
+def has_staff_access(user: Any) -> bool:
+    """The console and the session API open only to an active staff user (DESIGN §16).
+
+    Superusers need the staff flag too: clearing it (or is_active) is the one
+    switch that removes every power at once.
+    """
+    return bool(getattr(user, "is_authenticated", False) and user.is_active and user.is_staff)
+
+
 def for_user(user: Any) -> Principal:
+    """A user's memberships as grants; none at all for a user without staff access, whatever they hold."""
     from .models import Membership
 
+    name = f"user:{user.get_username()}"
+    if not has_staff_access(user):
+        return Principal(name=name)
     grants: dict[str, set[str]] = {}
     for scope, role in Membership.objects.filter(user=user).values_list("scope", "role"):
         grants.setdefault(scope, set()).add(role)
     return Principal(
-        name=f"user:{user.get_username()}",  # type: ignore[attr-defined]
+        name=name,
         grants=tuple((s, frozenset(r)) for s, r in sorted(grants.items())),
         superuser=bool(getattr(user, "is_superuser", False)),
     )

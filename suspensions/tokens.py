@@ -1,15 +1,28 @@
 """API token creation: one place for the command, the admin and the tests."""
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from .api.authentication import hash_token, new_secret
 from .models import ApiToken
 
 
-def create_token(*, scope: str, roles: Iterable[str], name: str) -> tuple[ApiToken, str]:
-    """Create a token and return it with its secret, which is never stored."""
+def create_token(
+    *, scope: str, roles: Iterable[str], name: str, expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its secret, which is never stored.
+
+    `expires_at=None` makes a token that never expires; past `expires_at` the
+    API answers it 401 unauthenticated, like a revoked one.
+    """
     secret = new_secret()
-    token = ApiToken(name=name, roles=",".join(sorted(set(roles))), token_hash=hash_token(secret), prefix=secret[:10])
+    token = ApiToken(
+        name=name,
+        roles=",".join(sorted(set(roles))),
+        token_hash=hash_token(secret),
+        prefix=secret[:10],
+        expires_at=expires_at,
+    )
     token.stamp_scope(scope)
     token.save(force_insert=True)
     return token, secret

@@ -35,7 +35,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First, so an oversized body is refused before anything reads it.
+    # Outermost, so every answer (refusals included) leaves with it; it reads no body.
+    "suspensions.middleware.NoStoreMiddleware",
+    # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -43,6 +45,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After CSRF: a forged sign-in is refused as such before it counts against anyone.
+    "suspensions.middleware.LoginLockoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -85,6 +89,10 @@ else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Sign-in failure counts and API throttles. LocMem counts per process; with
+# several web processes set CACHE_URL=redis://host:6379/1 so they share them.
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
@@ -97,6 +105,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     else {}
 )
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+# Per token, e.g. "100/min" (s, min, hour, day); empty: no throttle.
+API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="") or None
 
 SUSPENSION_TTL_SECONDS = env.int("SUSPENSION_TTL_SECONDS", default=86400)
 SWEEP_INTERVAL_SECONDS = env.int("SWEEP_INTERVAL_SECONDS", default=60)
@@ -116,6 +127,11 @@ MAX_INPUT_BYTES = 8 * 1024 * 1024
 MAX_REQUEST_BYTES = MAX_INPUT_BYTES + 64 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 
+# Django's ModelBackend plus the sign-in lockout (DESIGN §16), for the console and the admin alike.
+AUTHENTICATION_BACKENDS = ["suspensions.logins.LockoutBackend"]
+# The sign-in lockout counts per client address: REMOTE_ADDR, or behind a proxy the META
+# name of the header it sets (e.g. HTTP_X_FORWARDED_FOR; its last entry is used).
+CLIENT_ADDRESS_HEADER = env.str("DJANGO_CLIENT_ADDRESS_HEADER", default="")
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -137,12 +153,29 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# TLS, all off by default (a laptop serves plain HTTP); the README lists the production values.
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+# Load balancers probe over plain HTTP; a redirect would read as "down".
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+# "HTTP_X_FORWARDED_PROTO,https": only behind a proxy that sets that header itself
+# and strips it from clients, or any client can claim HTTPS.
+_proxy_ssl_header = env.list("DJANGO_SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
+    raise ImproperlyConfigured(
+        "DJANGO_SECURE_PROXY_SSL_HEADER must be a header and a value, e.g. HTTP_X_FORWARDED_PROTO,https"
+    )
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1]) if _proxy_ssl_header else None
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Bearer first: DRF takes the 401 challenge from the first class.
         "suspensions.api.authentication.BearerTokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "suspensions.api.authentication.StaffSessionAuthentication",
     ],
+    "DEFAULT_THROTTLE_CLASSES": ["suspensions.api.throttling.TokenRateThrottle"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["suspensions.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -115,7 +115,7 @@ def test_an_approver_filters_the_inbox_opens_an_approval_and_approves_it(chromiu
 
 
 def test_an_approver_denies_with_a_reason_and_sees_the_run_failed(chromium, site, engine):
-    member("alice", {"acme": ["approver"]})
+    member("alice", {"acme": ["approver"]}, is_staff=True)
     s = paused(engine, "ops-agent", "delete_records", '{"table": "sessions"}', 600)
     context, page = logged_in(chromium, site, "alice")
     page.goto(f"{site}/console/approvals/{s['id']}/")
@@ -129,8 +129,8 @@ def test_an_approver_denies_with_a_reason_and_sees_the_run_failed(chromium, site
 
 
 def test_two_approvers_submitting_at_once_get_one_winner_and_one_clear_loss(chromium, site, engine):
-    member("alice", {"acme": ["approver"]})
-    member("bob", {"acme": ["approver"]})
+    member("alice", {"acme": ["approver"]}, is_staff=True)
+    member("bob", {"acme": ["approver"]}, is_staff=True)
     s = paused(engine, "refund-agent", "send_refund", '{"amount": 900}', 600)
     contexts, pages = zip(*(logged_in(chromium, site, name) for name in ("alice", "bob")), strict=True)
     for page in pages:
@@ -149,7 +149,7 @@ def test_two_approvers_submitting_at_once_get_one_winner_and_one_clear_loss(chro
 
 
 def test_the_inbox_reads_well_on_a_phone(chromium, site, engine):
-    member("alice", {"acme": ["approver"]})
+    member("alice", {"acme": ["approver"]}, is_staff=True)
     demo_inbox(engine)
     context, page = logged_in(chromium, site, "alice", viewport={"width": 390, "height": 844})
     page.goto(f"{site}/console/approvals/")

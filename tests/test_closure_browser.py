@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_an_operator_closes_an_uncertain_start_from_the_console_and_sees_the_receipt(chromium, site):  # noqa: F811
-    member("olga", {"acme": ["operator"]})
+    member("olga", {"acme": ["operator"]}, is_staff=True)
     claimed = started()
     run_id = claimed.run.id
     context, page = logged_in(chromium, site, "olga")

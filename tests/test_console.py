@@ -14,7 +14,7 @@ XSS = "<script>alert(1)</script>"
 
 @pytest.fixture
 def alice(db):
-    return member("alice", {"acme": ["approver"]})
+    return member("alice", {"acme": ["approver"]}, is_staff=True)
 
 
 @pytest.fixture
@@ -166,7 +166,7 @@ def test_the_dashboard_shows_only_the_users_scopes(engine, globex, as_alice):
 
 def test_a_user_without_memberships_is_told_there_is_nothing_to_show(db):
     c = Client()
-    c.force_login(member("nobody"))
+    c.force_login(member("nobody", is_staff=True))
     assert "You have no memberships yet" in page(c, "/console/")
 
 
@@ -327,7 +327,7 @@ def test_an_approval_of_another_scope_is_a_404_to_read_and_to_decide(engine, glo
 
 def test_a_member_without_approver_or_auditor_role_cannot_see_approvals(engine):
     c = Client()
-    c.force_login(member("eng", {"acme": ["engine"]}))
+    c.force_login(member("eng", {"acme": ["engine"]}, is_staff=True))
     s = approval(engine)
     assert c.get(f"/console/approvals/{s['id']}/").status_code == 404
     assert s["id"] not in page(c, "/console/approvals/")
@@ -335,7 +335,7 @@ def test_a_member_without_approver_or_auditor_role_cannot_see_approvals(engine):
 
 def test_an_auditor_reads_an_approval_but_gets_no_decision_form(engine):
     c = Client()
-    c.force_login(member("audrey", {"acme": ["auditor"]}))
+    c.force_login(member("audrey", {"acme": ["auditor"]}, is_staff=True))
     s = approval(engine)
     html = page(c, f"/console/approvals/{s['id']}/")
     assert "only an approver in" in html and "approve-form" not in html
@@ -343,7 +343,7 @@ def test_an_auditor_reads_an_approval_but_gets_no_decision_form(engine):
 
 def test_an_auditor_posting_a_decision_is_refused_with_a_message_and_nothing_is_written(engine):
     c = Client()
-    c.force_login(member("audrey", {"acme": ["auditor"]}))
+    c.force_login(member("audrey", {"acme": ["auditor"]}, is_staff=True))
     s = approval(engine)
     before = snapshot()
     html = decide(c, s).content.decode()
@@ -413,7 +413,7 @@ def test_the_same_approvers_second_click_changes_nothing(engine, as_alice):
 def test_a_second_approver_loses_to_the_first_with_a_clear_message(engine, as_alice):
     s = approval(engine)
     bob = Client()
-    bob.force_login(member("bob", {"acme": ["approver"]}))
+    bob.force_login(member("bob", {"acme": ["approver"]}, is_staff=True))
     decide(bob, s)
     before = snapshot()
     response = decide(as_alice, s)
@@ -425,7 +425,7 @@ def test_a_second_approver_loses_to_the_first_with_a_clear_message(engine, as_al
 def test_approving_after_someone_denied_says_it_was_already_decided(engine, as_alice):
     s = approval(engine)
     bob = Client()
-    bob.force_login(member("bob", {"acme": ["approver"]}))
+    bob.force_login(member("bob", {"acme": ["approver"]}, is_staff=True))
     decide(bob, s, "deny", reason="no")
     before = snapshot()
     html = decide(as_alice, s).content.decode()
@@ -437,7 +437,7 @@ def test_approving_after_someone_denied_says_it_was_already_decided(engine, as_a
 def test_denying_after_someone_approved_says_it_was_already_decided(engine, as_alice):
     s = approval(engine)
     bob = Client()
-    bob.force_login(member("bob", {"acme": ["approver"]}))
+    bob.force_login(member("bob", {"acme": ["approver"]}, is_staff=True))
     decide(bob, s)
     before = snapshot()
     assert "Someone else already decided this approval." in decide(as_alice, s, "deny", "no").content.decode()
@@ -449,7 +449,7 @@ def test_a_stale_page_never_decides_the_runs_later_pause(engine, as_alice):
     stale = page(as_alice, f"/console/approvals/{first['id']}/")
     assert f'value="{first["run_revision"]}"' in stale
     bob = Client()
-    bob.force_login(member("bob", {"acme": ["approver"]}))
+    bob.force_login(member("bob", {"acme": ["approver"]}, is_staff=True))
     decide(bob, first)
     run = start(engine, first)
     second = post(

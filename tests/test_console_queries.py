@@ -13,7 +13,7 @@ DASHBOARD_QUERIES = 8
 @pytest.fixture
 def alice(db):
     c = Client()
-    c.force_login(member("alice", {"acme": ["approver"]}))
+    c.force_login(member("alice", {"acme": ["approver"]}, is_staff=True))
     return c
 
 

@@ -4,13 +4,16 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
+from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from .. import digests
 from ..models import ApiToken
-from ..principals import Principal, for_token, for_user
+from ..principals import Principal, for_token, for_user, has_staff_access
+from .errors import BEARER_CHALLENGE
 
 TOKEN_PREFIX = "sus_"
 # last_used_at is a hint for humans; writing it on every request would turn
@@ -27,6 +30,13 @@ def new_secret() -> str:
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer <token>`; an unknown, revoked or expired token is 401 unauthenticated.
+
+    Listed first in DEFAULT_AUTHENTICATION_CLASSES: DRF asks the first class
+    for the WWW-Authenticate challenge, so a request with no credentials at
+    all is a 401 that names Bearer, not a 403.
+    """
+
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[Principal, ApiToken] | None:
@@ -39,16 +49,33 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             secret = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("The token is not valid.") from None
-        token = ApiToken.objects.filter(token_hash=hash_token(secret), revoked=False).first()
+        # The database clock decides expiry, in the same query; one message for
+        # unknown, revoked and expired, so a probe learns nothing about a secret.
+        live = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
+        token = ApiToken.objects.filter(live, token_hash=hash_token(secret), revoked=False).first()
         if token is None:
-            raise exceptions.AuthenticationFailed("The token is not valid or was revoked.")
+            raise exceptions.AuthenticationFailed("The token is not valid, was revoked or has expired.")
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return for_token(token), token
 
     def authenticate_header(self, request: Request) -> str:
-        return self.keyword
+        return BEARER_CHALLENGE
+
+
+class StaffSessionAuthentication(authentication.SessionAuthentication):
+    """The console's session, for an active staff user only (DESIGN §16); anyone else is 403 forbidden.
+
+    principals.for_user already grants such a user nothing; refusing here as
+    well tells a demoted user why nothing works instead of showing empty lists.
+    """
+
+    def authenticate(self, request: Request) -> tuple[Any, None] | None:
+        found = super().authenticate(request)
+        if found is not None and not has_staff_access(found[0]):
+            raise exceptions.PermissionDenied("The session API needs an active staff account.")
+        return found
 
 
 def principal_of(request: Any) -> Principal:

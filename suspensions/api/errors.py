@@ -1,6 +1,7 @@
 """One exception handler renders every error as application/problem+json (RFC 9457)."""
 
 import logging
+import math
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -24,6 +25,8 @@ from ..exceptions import (
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
 RETRY_AFTER_SECONDS = "5"
+# RFC 9110: every 401 names the scheme that would work (DESIGN §16).
+BEARER_CHALLENGE = 'Bearer realm="api"'
 
 
 def problem_body(error: ServiceError) -> dict[str, Any]:
@@ -38,6 +41,8 @@ def problem_body(error: ServiceError) -> dict[str, Any]:
 
 
 def _headers(error: ServiceError) -> dict[str, str]:
+    if error.status == 401:
+        return {"WWW-Authenticate": BEARER_CHALLENGE}
     return {"Retry-After": RETRY_AFTER_SECONDS} if error.status == 503 else {}
 
 
@@ -99,7 +104,9 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             "detail": str(exc.detail),
             "code": exc.default_code,
         }
-        return Response(body, status=exc.status_code, content_type=PROBLEM)
+        wait = getattr(exc, "wait", None)  # Throttled's seconds to wait; the stubs do not know it
+        headers = {"Retry-After": str(math.ceil(wait))} if wait is not None else {}
+        return Response(body, status=exc.status_code, content_type=PROBLEM, headers=headers)
     if isinstance(exc, DatabaseError):
         log.exception("database error")
         return problem_response(Unavailable())

@@ -5,12 +5,13 @@
   Retry-After); each error response gets the Problem body and media type.
 - Optional query filters ignore an empty value (django-filter's behaviour,
   which the console's GET forms rely on): `allowEmptyValue` says so.
-- The bearer token scheme (imported in SuspensionsConfig.ready so it is
+- The bearer token and staff session schemes (imported in SuspensionsConfig.ready so they are
   registered before any schema is generated).
 """
 
 from typing import Any
 
+from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
@@ -20,6 +21,12 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
         return {"type": "http", "scheme": "bearer", "description": "An API token (`sus_...`), shown once at creation."}
+
+
+class StaffSessionScheme(SessionScheme):
+    """The console's session cookie (active staff users only), described like DRF's own session scheme."""
+
+    target_class = "suspensions.api.authentication.StaffSessionAuthentication"
 
 
 PROBLEM = {

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from .. import digests, selectors, services
 from ..exceptions import Forbidden, InvalidRequest, NotFound
-from ..models import Admission, Event, Run, Suspension
+from ..models import Admission, Event, Role, Run, Suspension
 from . import serializers as s
 from .authentication import principal_of
 from .filters import AdmissionFilter, RunFilter, SuspensionFilter
@@ -300,12 +300,23 @@ class LatestAdmission(APIView):
 
 
 class AdmissionList(generics.ListAPIView):
+    """Admitted work waiting for a start: the engine's queue (DESIGN §13, §16), only where it is an engine.
+
+    A role-only list checks its role like the writes; auditors read a run's
+    admissions under /runs/{id}/admissions instead.
+    """
+
     serializer_class = s.AdmissionReceiptOut
     filterset_class = AdmissionFilter
     pagination_class = AdmittedAtPagination
 
     def get_queryset(self) -> QuerySet[Admission]:
-        return selectors.admissions(principal_of(self.request))
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
+            return Admission.objects.none()
+        principal = principal_of(self.request)
+        if not principal.superuser and not principal.scopes_with(Role.ENGINE):
+            raise Forbidden("the 'engine' role is required")
+        return selectors.admissions(principal).filter(principal.scope_q(Role.ENGINE))
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))

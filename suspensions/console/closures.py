@@ -13,7 +13,6 @@ from uuid import UUID
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
@@ -25,6 +24,7 @@ from ..api.closures import HEX_SHA256
 from ..exceptions import InvalidRequest, NotFound, ServiceError
 from ..models import Admission, Role
 from ..principals import Principal
+from .access import staff_required
 
 # What an operator reads when the closure did not go through (the service's code -> a sentence).
 REFUSED = {
@@ -143,7 +143,7 @@ def _refused(request: HttpRequest, form: ClosureForm, exc: ServiceError) -> None
 
 
 @require_http_methods(["GET", "POST"])
-@login_required
+@staff_required
 def close(request: HttpRequest, pk: UUID) -> HttpResponse:
     principal = principal_of(request)
     shown = uncertain_start(principal, pk)
@@ -170,7 +170,7 @@ def close(request: HttpRequest, pk: UUID) -> HttpResponse:
 
 
 @require_http_methods(["GET"])
-@login_required
+@staff_required
 def receipt(request: HttpRequest, pk: UUID, suspension_id: UUID) -> HttpResponse:
     try:
         found = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)

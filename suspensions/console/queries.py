@@ -12,7 +12,7 @@ from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncHour
 
 from .. import selectors
-from ..models import Admission, AdmissionState, Approval, Reason, Role, Run, RunState, Start, Suspension
+from ..models import Admission, AdmissionState, Approval, Reason, Run, RunState, Start, Suspension
 from ..principals import Principal
 from . import chart, present
 

@@ -1,6 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from ..logins import StaffAuthenticationForm
 from . import closures, views
 
 app_name = "console"
@@ -9,7 +10,11 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path(
         "login/",
-        auth_views.LoginView.as_view(template_name="registration/login.html", redirect_authenticated_user=True),
+        auth_views.LoginView.as_view(
+            template_name="registration/login.html",
+            authentication_form=StaffAuthenticationForm,
+            redirect_authenticated_user=True,
+        ),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

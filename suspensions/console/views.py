@@ -1,6 +1,6 @@
 """The staff console (DESIGN §11): server-rendered pages for approvers, operators and auditors.
 
-Every view needs a login; what a user sees comes from their memberships
+Every view needs a signed-in active staff user (access.py); what they see comes from their memberships
 through the same scoped selectors as the API, and decisions call the same
 service functions as the API. Views build plain dicts, so templates fire no
 queries and escape every untrusted string.
@@ -10,7 +10,6 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -22,6 +21,7 @@ from ..api.filters import RunFilter, SuspensionFilter
 from ..exceptions import ServiceError
 from ..models import ApprovalStatus, Reason, Role, RunState
 from . import paging, present, queries
+from .access import staff_required
 from .forms import AGE_CHOICES, EXPIRING_CHOICES, DecisionForm
 
 # What an approver reads when their decision did not go through (the service's code -> a sentence).
@@ -40,7 +40,7 @@ LOST = {
 
 
 @require_GET
-@login_required
+@staff_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     context = {
@@ -56,7 +56,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@staff_required
 def inbox(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     queryset = selectors.pending_approvals(principal).defer("continuation")
@@ -81,7 +81,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@staff_required
 def approval(request: HttpRequest, pk: UUID) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     record = get_object_or_404(queries.visible_approvals(principal), pk=pk)
@@ -140,7 +140,7 @@ def decision_context(principal: Any, susp: Any, now: Any) -> dict[str, Any]:
 
 
 @require_POST
-@login_required
+@staff_required
 def decide(request: HttpRequest, pk: UUID) -> HttpResponse:
     """Approve or deny with the version the page showed; every refusal becomes a message, never an error page."""
     principal = principal_of(request)
@@ -177,7 +177,7 @@ def apply_decision(principal: Any, pk: UUID, version: services.Version, data: di
 
 
 @require_GET
-@login_required
+@staff_required
 def runs(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     filterset = RunFilter(request.GET, queryset=queries.runs_for_list(principal))
@@ -199,7 +199,7 @@ def runs(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@staff_required
 def run(request: HttpRequest, pk: UUID) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     found = selectors.runs(principal).filter(pk=pk).select_related("suspension").defer("suspension__continuation")
@@ -235,7 +235,7 @@ def current_pause(r: Any, now: Any) -> dict[str, Any] | None:
 
 
 @require_GET
-@login_required
+@staff_required
 def uncertain(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     rows = queries.uncertain_starts(principal, now)

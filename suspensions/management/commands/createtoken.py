@@ -1,10 +1,23 @@
+import re
+from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from ... import scopes
 from ...models import Role
 from ...tokens import create_token
+
+UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def lifetime(text: str) -> timedelta:
+    """'30d', '12h', '90m' or '45s': a positive whole number and one unit."""
+    found = re.fullmatch(r"([0-9]+)([smhd])", text.strip())
+    if found is None or int(found[1]) == 0:
+        raise CommandError(f"--expires-in must be a positive whole number and s, m, h or d (e.g. 30d), not {text!r}")
+    return timedelta(**{UNITS[found[2]]: int(found[1])})
 
 
 class Command(BaseCommand):
@@ -14,14 +27,21 @@ class Command(BaseCommand):
         parser.add_argument("--scope", required=True)
         parser.add_argument("--roles", required=True, help="comma-separated: " + ",".join(Role.values))
         parser.add_argument("--name", default="")
+        parser.add_argument("--expires-in", default=None, help="e.g. 30d, 12h, 90m, 45s; without it, never")
 
-    def handle(self, *args: Any, scope: str, roles: str, name: str, **options: Any) -> None:
+    def handle(self, *args: Any, scope: str, roles: str, name: str, expires_in: str | None, **options: Any) -> None:
         wanted = [r.strip() for r in roles.split(",") if r.strip()]
         unknown = sorted(set(wanted) - set(Role.values))
         if unknown or not wanted:
             raise CommandError(f"unknown roles: {', '.join(unknown) or '(none given)'}")
         if not scopes.is_valid(scope):
             raise CommandError(f"not a valid scope: {scope!r}")
-        token, secret = create_token(scope=scope, roles=wanted, name=name or f"{scope}:{'+'.join(wanted)}")
-        self.stdout.write(f"token {token.name} ({','.join(wanted)} in {scope}); store it now, it is shown once:")
+        expires_at = timezone.now() + lifetime(expires_in) if expires_in is not None else None
+        token, secret = create_token(
+            scope=scope, roles=wanted, name=name or f"{scope}:{'+'.join(wanted)}", expires_at=expires_at
+        )
+        until = f"expires {expires_at.isoformat(timespec='seconds')}" if expires_at else "never expires"
+        self.stdout.write(
+            f"token {token.name} ({','.join(wanted)} in {scope}, {until}); store it now, it is shown once:"
+        )
         self.stdout.write(secret)
