@@ -32,7 +32,8 @@ def sha256_hex(text: str) -> str:
 def rfc3339(moment: datetime | None) -> str | None:
     if moment is None:
         return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime("%Y"): glibc writes year 1 as "1", and RFC 3339 needs four digits.
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").removesuffix("+00:00") + "Z"
 
 
 def encoded_size(value: Any) -> int:

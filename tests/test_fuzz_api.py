@@ -4,9 +4,15 @@ Checks: no 5xx, responses that match the documented schema and status codes,
 and negative (schema-violating) data always rejected with a 4xx. Path ids
 point at real rows of the caller's scope half of the time, so generated
 bodies reach the services and not only the 404 branch.
+
+Generated data rarely hits the inputs that once slipped past (issue #11), so
+a hand-written corpus sends each of them, through the same app and checks,
+to every operation that takes a body, for every role: each is a 400
+invalid_request that writes nothing.
 """
 
 import hashlib
+import json
 
 import pytest
 import schemathesis
@@ -23,7 +29,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from tests.helpers import client, pause, post, version
+from tests.helpers import call, client, continuation, pause, post, snapshot, version
 
 ROLES = ("engine", "bus", "approver", "auditor", "operator")
 EXAMPLES = 25
@@ -123,3 +129,176 @@ def report_calls():
     yield
     least = min(TALLY.values(), default=0)
     print(f"\nschemathesis: {sum(TALLY.values())} calls over {len(TALLY)} operations (at least {least} each)")
+
+
+# -- the corpus ---------------------------------------------------------------------------------
+
+# DESIGN §16: texts refused wherever JSON travels, as a body or held in a string (arguments, input).
+BAD_JSON = {
+    "NaN": '{"x": NaN}',
+    "Infinity": "[Infinity]",
+    "minus Infinity": "[-Infinity]",
+    "a float that overflows a double": '{"x": 1e999}',
+    "a negative float that overflows a double": "[-1e999]",
+    "an integer that overflows a double": "[" + "9" * 400 + "]",
+    "a duplicate key": '{"scope": "acme/support", "scope": "acme"}',
+    "a duplicate key deep inside": '{"a": [{"b": {"c": 1, "c": 2}}]}',
+    "an escaped U+0000": '{"x": "a\\u0000b"}',
+    "an escaped U+0000 in a key": '{"a\\u0000": 1}',
+    "an unpaired surrogate": '{"x": "\\udc00"}',
+    "nesting of 201": "[" * 201 + "]" * 201,
+    "nesting of a thousand": "[" * 1000 + "]" * 1000,
+    "nesting past any recursion limit": "[" * 100_000 + "]" * 100_000,
+}
+HUGE = 10**30
+OUT_OF_RANGE_TIMES = ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]
+
+
+def nowhere_version(ids):
+    return {"run_id": ids["run"][0], "suspension_id": ids["suspension"][0], "run_revision": 1}
+
+
+def suspend_body(**overrides):
+    body = {"revision": 1, "reason": "external_tool", "pending": [call()], "continuation": continuation()}
+    body.update(overrides)
+    return body
+
+
+def closure_body(ids, **overrides):
+    body = {
+        "schema_version": 1,
+        "version": nowhere_version(ids),
+        "admission_digest": "0" * 64,
+        "start_digest": "0" * 64,
+        "run_revision": 1,
+        "issuer": "ctl",
+        "issuer_revision": "1",
+        "proof_ref": "p",
+        "proof_digest": "0" * 64,
+        "observed_at": "2026-01-01T00:00:00Z",
+        "expires_at": "2026-01-01T01:00:00Z",
+    }
+    body.update(overrides)
+    return body
+
+
+# Valid JSON holding a value out of range: (operation, the field named in the refusal, body from the world's ids).
+BAD_VALUES = {
+    **{
+        f"{field} {value}": (
+            "POST /api/v1/runs/{id}/suspend",
+            field,
+            lambda ids, f=field, v=value: suspend_body(continuation=continuation(**{f: v})),
+        )
+        for field in ("step_index", "tokens_used", "new_messages_from", "schema_version")
+        for value in (HUGE, 2**53 + 1)
+    },
+    "max_steps over 2^53": (
+        "POST /api/v1/runs/{id}/suspend",
+        "max_steps",
+        lambda ids: suspend_body(continuation=continuation(config={"max_steps": 2**53 + 1})),
+    ),
+    "suspend revision": ("POST /api/v1/runs/{id}/suspend", "revision", lambda ids: suspend_body(revision=HUGE)),
+    "complete revision": ("POST /api/v1/runs/{id}/complete", "revision", lambda ids: {"revision": HUGE}),
+    "cancel revision": ("POST /api/v1/runs/{id}/cancel", "revision", lambda ids: {"revision": HUGE}),
+    "fail revision": ("POST /api/v1/runs/{id}/fail", "revision", lambda ids: {"revision": HUGE, "error": "boom"}),
+    "resume run_revision": (
+        "POST /api/v1/runs/{id}/resume",
+        "run_revision",
+        lambda ids: {
+            "version": {**nowhere_version(ids), "run_revision": HUGE},
+            "results": [{"call_id": "c1", "content": "ok"}],
+        },
+    ),
+    "admission run_revision": (
+        "POST /api/v1/runs/{id}/admissions",
+        "run_revision",
+        lambda ids: {"version": {**nowhere_version(ids), "run_revision": HUGE}, "input": "1", "reply_with": "q"},
+    ),
+    "decision run_revision": (
+        "POST /api/v1/approvals/{id}/decide",
+        "run_revision",
+        lambda ids: {"version": {**nowhere_version(ids), "run_revision": HUGE}, "decision": "approve"},
+    ),
+    "closure run_revision": (
+        "POST /api/v1/runs/{id}/closures",
+        "run_revision",
+        lambda ids: closure_body(ids, run_revision=HUGE),
+    ),
+    **{
+        f"closure {field} {moment}": (
+            "POST /api/v1/runs/{id}/closures",
+            field,
+            lambda ids, f=field, m=moment: closure_body(ids, **{f: m}),
+        )
+        for field in ("observed_at", "expires_at")
+        for moment in OUT_OF_RANGE_TIMES
+    },
+}
+
+
+def held_in_strings(ids, text):
+    """The operations whose bodies hold JSON in a string, each given `text` there."""
+    return {
+        "POST /api/v1/runs/{id}/suspend": suspend_body(pending=[call(arguments=text)]),
+        "POST /api/v1/runs/{id}/admissions": {"version": nowhere_version(ids), "input": text, "reply_with": "q-1"},
+    }
+
+
+def with_body(api_schema):
+    operations = (result.ok() for result in api_schema.get_all_operations())
+    return [operation for operation in operations if operation.body]
+
+
+def send_raw(operation, ids, role_secret, data):
+    """Send `data` (bytes) as the JSON body of `operation`, path ids pointing at real rows."""
+    path_parameters = {p.name: ids[kind_of(operation.path, p.name)][0] for p in operation.path_parameters}
+    case = operation.Case(path_parameters=path_parameters)
+    headers = {"Authorization": f"Bearer {role_secret}", "Content-Type": "application/json"}
+    response = case.call(headers=headers, data=data)
+    case.validate_response(response, checks=CHECKS)
+    return response
+
+
+def assert_refused(response, label, role):
+    body = response.json()
+    assert (response.status_code, body["code"]) == (400, "invalid_request"), (label, role, response.text[:300])
+
+
+@pytest.mark.parametrize("text", BAD_JSON.values(), ids=BAD_JSON.keys())
+@pytest.mark.django_db(transaction=True)
+def test_each_bad_json_text_is_refused_as_the_body_of_every_operation_for_every_role(api_schema, world, text):
+    secrets, ids = world
+    before = snapshot()
+    for operation in with_body(api_schema):
+        for role, secret in secrets.items():
+            response = send_raw(operation, ids, secret, text.encode())
+            assert_refused(response, operation.label, role)
+            # Refused by the parser, before any field was looked at (those refusals name their fields).
+            assert "errors" not in response.json(), (operation.label, role, response.text[:300])
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("text", BAD_JSON.values(), ids=BAD_JSON.keys())
+@pytest.mark.django_db(transaction=True)
+def test_each_bad_json_text_held_in_a_string_is_refused_for_every_role(api_schema, world, text):
+    secrets, ids = world
+    before = snapshot()
+    for label, body in held_in_strings(ids, text).items():
+        operation = api_schema.find_operation_by_label(label)
+        for role, secret in secrets.items():
+            assert_refused(send_raw(operation, ids, secret, json.dumps(body).encode()), label, role)
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("label, field, build", BAD_VALUES.values(), ids=BAD_VALUES.keys())
+@pytest.mark.django_db(transaction=True)
+def test_each_out_of_range_value_is_refused_for_every_role(api_schema, world, label, field, build):
+    secrets, ids = world
+    before = snapshot()
+    operation = api_schema.find_operation_by_label(label)
+    for role, secret in secrets.items():
+        response = send_raw(operation, ids, secret, json.dumps(build(ids)).encode())
+        assert_refused(response, label, role)
+        assert f'"{field}"' in json.dumps(response.json()["errors"]), (role, response.text[:300])
+    assert snapshot() == before

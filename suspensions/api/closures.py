@@ -31,7 +31,11 @@ class AwareDateTime(serializers.DateTimeField):
             parsed = None
         if parsed is None or parsed.tzinfo is None:
             raise serializers.ValidationError("Give an RFC 3339 time with its offset, e.g. 2026-01-01T12:00:00Z.")
-        return parsed.astimezone(UTC)
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            # 0001-01-01T00:00:00+01:00 is a valid RFC 3339 time whose UTC instant falls before year 1.
+            raise serializers.ValidationError("The time falls outside years 1 to 9999 in UTC.") from None
 
 
 def digest_field() -> StrictStr:

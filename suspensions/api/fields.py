@@ -4,8 +4,18 @@ from typing import Any
 
 from rest_framework import serializers
 
+from .. import strictjson
+from ..strictjson import MAX_SAFE_INTEGER
+
 
 class StrictInt(serializers.IntegerField):
+    """At most ±2^53 unless the field says less (DESIGN §16): beyond it a JSON reader may round the value."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_value", MAX_SAFE_INTEGER)
+        kwargs.setdefault("min_value", -MAX_SAFE_INTEGER)
+        super().__init__(**kwargs)
+
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
@@ -17,6 +27,22 @@ class StrictStr(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class JSONText(StrictStr):
+    """A string holding JSON (arguments, input, schemas): read by the same reader as bodies, kept as sent."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        text = super().to_internal_value(data)
+        try:
+            strictjson.loads(text)
+        except strictjson.StrictJSONError as exc:
+            raise serializers.ValidationError(f"Must be a string holding valid JSON: {exc}.") from None
+        return text  # never a re-encoding: the retained text is the one sent
 
 
 class StrictBool(serializers.BooleanField):

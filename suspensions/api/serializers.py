@@ -2,13 +2,12 @@
 
 import base64
 import binascii
-import json
 from typing import Any
 
 from rest_framework import serializers
 
 from ..models import Reason
-from .fields import AnyJSON, JSONObject, StrictBool, StrictFloat, StrictInt, StrictStr
+from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr
 
 
 class Strict(serializers.Serializer):
@@ -21,19 +20,6 @@ class Strict(serializers.Serializer):
         if unknown:
             raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
         return super().to_internal_value(data)
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _json_text(value: str, what: str) -> str:
-    try:
-        # Python reads NaN and Infinity; JSON does not have them.
-        json.loads(value, parse_constant=_not_json)
-    except ValueError:
-        raise serializers.ValidationError(f"{what} must be a string holding valid JSON.") from None
-    return value
 
 
 class RegisterRun(Strict):
@@ -112,16 +98,13 @@ class Continuation(Strict):
 class PendingCall(Strict):
     id = StrictStr(max_length=200)
     name = StrictStr(max_length=200)
-    arguments = StrictStr(allow_blank=False, trim_whitespace=False)
+    arguments = JSONText()
     reply_with = StrictStr(max_length=200, required=False)
 
     def validate_name(self, value: str) -> str:
         if "," in value:
             raise serializers.ValidationError("Tool names may not contain commas.")
         return value
-
-    def validate_arguments(self, value: str) -> str:
-        return _json_text(value, "arguments")
 
 
 class Suspend(Strict):
@@ -184,11 +167,8 @@ class Fail(Strict):
 
 class Admit(Strict):
     version = ClaimVersion()
-    input = StrictStr(allow_blank=False, trim_whitespace=False)
+    input = JSONText()
     reply_with = StrictStr(max_length=200)
-
-    def validate_input(self, value: str) -> str:
-        return _json_text(value, "input")
 
 
 class Decide(Strict):

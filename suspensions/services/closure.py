@@ -6,6 +6,9 @@ bumps the revision, which fences the original worker (its later complete,
 fail or suspend is a version conflict, its start retry resume_already_started).
 
 Refusal order, and why:
+0. a request that is malformed whoever sends it (version of another run,
+   unknown schema_version, a time without offset or outside years 1..9999
+   in UTC): 400 invalid_request before any row is read;
 1. scope (404) and the operator role (403): a stored receipt is not permission,
    so even a replay is refused to someone who may not close the run now;
 2. the receipt of an earlier closure of the same pause: the identical request
@@ -22,7 +25,7 @@ Refusal order, and why:
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -131,6 +134,26 @@ def _uncertain_start(principal: Principal, run: Run, request: ClosureRequest) ->
     return latest
 
 
+def _in_utc_range(moment: datetime) -> bool:
+    if moment.utcoffset() is None:
+        return False
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        return False
+    return True
+
+
+def _check_times(request: ClosureRequest) -> None:
+    """Any date out of range is a 400 (DESIGN §16), whichever door built the request."""
+    for name in ("observed_at", "expires_at"):
+        if not _in_utc_range(getattr(request, name)):
+            raise InvalidRequest(
+                f"{name} is not a time this service can hold",
+                errors={name: ["Give a time with its offset, within years 1 to 9999 in UTC."]},
+            )
+
+
 def _check_proof_window(request: ClosureRequest, now: datetime) -> None:
     if request.observed_at > now:
         raise InvalidRequest(
@@ -191,6 +214,7 @@ def close_run(*, principal: Principal, run_id: UUID | str, request: ClosureReque
         )
     if request.schema_version != SCHEMA_VERSION:
         raise InvalidRequest("unknown schema_version", errors={"schema_version": [f"Must be {SCHEMA_VERSION}."]})
+    _check_times(request)
     with transaction.atomic():
         _bound_time()
         run, _live, now = _lock_run(principal, run_id)
