@@ -6,6 +6,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import RegexValidator
+
+# Digests on the wire are lowercase hex SHA-256.
+HEX_SHA256 = RegexValidator(r"^[0-9a-f]{64}\Z", "Must be a lowercase hex SHA-256 digest.")
 
 
 def canonical(value: Any) -> bytes:
@@ -79,5 +83,38 @@ def start_digest(
             "run_revision": int(run_revision),
             "request_digest": request_digest,
             "started_at": rfc3339(started_at),
+        }
+    )
+
+
+def expiry_digest(
+    *, run_id: Any, suspension_id: Any, scope: str, request_digest: str, run_revision: int, expired_at: datetime
+) -> str:
+    """The digest of an expiry receipt over its fields."""
+    return digest(
+        {
+            "run_id": str(run_id),
+            "suspension_id": str(suspension_id),
+            "scope": scope,
+            "request_digest": request_digest,
+            "run_revision": int(run_revision),
+            "expired_at": rfc3339(expired_at),
+        }
+    )
+
+
+def closure_digest(receipt: Any) -> str:
+    """The digest of a closure receipt over its other fields (the request is bound by its own digest)."""
+    return digest(
+        {
+            "id": str(receipt.id),
+            "run_id": str(receipt.run_id),
+            "suspension_id": str(receipt.suspension_id),
+            "scope": receipt.scope,
+            "request_digest": receipt.request_digest,
+            "run_revision": int(receipt.run_revision),
+            "event_id": receipt.event_id,
+            "actor": receipt.actor,
+            "closed_at": rfc3339(receipt.closed_at),
         }
     )

@@ -111,6 +111,12 @@ class Unavailable(ServiceError):
     status, code, title = 503, "unavailable", "The database is unavailable; retry shortly"
 
 
+class InternalError(ServiceError):
+    """Never raised by services: the body handler500 answers under /api/ for a bug (no traceback)."""
+
+    status, code, title = 500, "internal_error", "The server failed to answer; the error is logged"
+
+
 ALL_ERRORS: tuple[type[ServiceError], ...] = tuple(
     cls for cls in list(globals().values()) if isinstance(cls, type) and issubclass(cls, ServiceError)
 )

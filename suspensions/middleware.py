@@ -10,8 +10,8 @@ from django.shortcuts import render
 from django.utils.cache import add_never_cache_headers
 
 from . import logins
-from .api.errors import problem_json_response
 from .exceptions import InvalidRequest, RequestTooLarge, Unavailable
+from .problems import problem_json_response
 
 
 class RequestSizeLimitMiddleware:

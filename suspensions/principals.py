@@ -76,3 +76,17 @@ def for_user(user: Any) -> Principal:
         grants=tuple((s, frozenset(r)) for s, r in sorted(grants.items())),
         superuser=bool(getattr(user, "is_superuser", False)),
     )
+
+
+def principal_of(request: Any) -> Principal:
+    """The principal behind a request: a token's, or a logged-in staff user's memberships."""
+    user = request.user
+    if isinstance(user, Principal):
+        return user
+    if user is None or not user.is_authenticated:
+        return Principal(name="anonymous", is_authenticated=False)
+    cached = getattr(request, "_suspensions_principal", None)
+    if cached is None:
+        cached = for_user(user)
+        request._suspensions_principal = cached
+    return cached

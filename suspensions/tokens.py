@@ -1,10 +1,22 @@
 """API token creation: one place for the command, the admin and the tests."""
 
+import secrets
 from collections.abc import Iterable
 from datetime import datetime
 
-from .api.authentication import hash_token, new_secret
+from . import digests
 from .models import ApiToken
+
+TOKEN_PREFIX = "sus_"
+
+
+def hash_token(secret: str) -> str:
+    """Tokens are stored as their SHA-256; the secret itself is shown once and never kept."""
+    return digests.sha256_hex(secret)
+
+
+def new_secret() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
 def create_token(

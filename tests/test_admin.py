@@ -10,7 +10,6 @@ from django.contrib.messages import get_messages
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from suspensions.api.authentication import hash_token
 from suspensions.models import (
     Admission,
     ApiToken,
@@ -23,6 +22,7 @@ from suspensions.models import (
     Start,
     Suspension,
 )
+from suspensions.tokens import hash_token
 from tests.helpers import client, member, pause, post, version
 
 READ_ONLY = [Run, Suspension, Approval, Admission, Start, ExpiryReceipt, ClosureReceipt, Event]

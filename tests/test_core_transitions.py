@@ -4,7 +4,7 @@ from datetime import datetime, timedelta
 
 from suspensions import digests
 from suspensions.models import Admission, AdmissionState, Event, Run, Start, Suspension
-from suspensions.services.core import FAR_FUTURE
+from suspensions.services.claims import FAR_FUTURE
 from tests.helpers import call, continuation, pause, post, register, resume, snapshot, version
 
 # Literal backslash-u escape and odd spacing: the engine's own encoding, kept as text.

@@ -31,7 +31,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from suspensions import services
+from suspensions import presenters, services
 from suspensions.exceptions import ServiceError
 from suspensions.models import Admission, ClosureReceipt, Event, Run, Start
 from suspensions.principals import Principal
@@ -168,13 +168,13 @@ class ServiceMachine(RuleBasedStateMachine):
         run.revision += 1
         run.state = "running"
         run.events.append(("admitted", run.revision))
-        receipt = services.admission_receipt(claimed.admission, fresh=True)
+        receipt = presenters.admission_receipt(claimed.admission, fresh=True)
         run.claims[pause.id] = Claim(pause, identity, run.revision, state, receipt)
         assert claimed.fresh and claimed.admission.claimed_revision == run.revision
 
     def replayed(self, run: Model, pause: Pause, claimed: Any) -> None:
         assert claimed.fresh is False
-        assert stable(services.admission_receipt(claimed.admission, fresh=False)) == stable(
+        assert stable(presenters.admission_receipt(claimed.admission, fresh=False)) == stable(
             run.claims[pause.id].receipt
         )
 
@@ -263,7 +263,7 @@ class ServiceMachine(RuleBasedStateMachine):
             return
         self.won(run, pause, identity, claimed, "started")
         run.events.append(("started", run.revision))
-        run.claims[pause.id].start = services.start_receipt(claimed.start)
+        run.claims[pause.id].start = presenters.start_receipt(claimed.start)
         run.live = None
         assert claimed.suspension is not None and claimed.results is not None
 
@@ -384,7 +384,7 @@ class ServiceMachine(RuleBasedStateMachine):
             return
         assert started.suspension is not None
         claim.state = "started"
-        claim.start = services.start_receipt(started.start)
+        claim.start = presenters.start_receipt(started.start)
         run.live = None
         run.events.append(("started", run.revision))
 
@@ -484,11 +484,11 @@ class ServiceMachine(RuleBasedStateMachine):
             return
         if expected == "replay":
             assert closed.fresh is False
-            assert services.closure_receipt(closed.receipt, fresh=True) == previous[1]
+            assert presenters.closure_receipt(closed.receipt, fresh=True) == previous[1]
             return
         claim.state = "closed"
         self.move(run, "incomplete", "closed")
-        run.closures[claim.pause.id] = (request, services.closure_receipt(closed.receipt, fresh=True))
+        run.closures[claim.pause.id] = (request, presenters.closure_receipt(closed.receipt, fresh=True))
 
     def closure_request(self, run: Model, claim: Claim, stale: bool) -> Any:
         now = services.db_now()
@@ -542,14 +542,14 @@ class ServiceMachine(RuleBasedStateMachine):
             assert events == run.events
             for claim in run.claims.values():
                 admission = Admission.objects.get(pk=claim.receipt["id"])
-                assert stable(services.admission_receipt(admission, fresh=False)) == stable(claim.receipt)
+                assert stable(presenters.admission_receipt(admission, fresh=False)) == stable(claim.receipt)
                 assert admission.state == claim.state
                 if claim.start is not None:
                     start = Start.objects.get(admission_id=admission.id)
-                    assert services.start_receipt(start) == claim.start
+                    assert presenters.start_receipt(start) == claim.start
             for pause_id, (_, receipt) in run.closures.items():
                 row = ClosureReceipt.objects.get(run_id=run.id, suspension_id=pause_id)
-                assert services.closure_receipt(row, fresh=True) == receipt
+                assert presenters.closure_receipt(row, fresh=True) == receipt
 
     @invariant()
     def at_most_one_claim_won_per_pause(self) -> None:

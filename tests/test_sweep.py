@@ -17,7 +17,7 @@ from suspensions.models import (
     Run,
     Suspension,
 )
-from suspensions.services.core import db_now
+from suspensions.services.claims import db_now
 from tests.helpers import call, client, pause, post, snapshot, version
 
 pytestmark = pytest.mark.django_db

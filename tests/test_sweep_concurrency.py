@@ -36,7 +36,7 @@ from suspensions.models import (
     Suspension,
 )
 from suspensions.principals import Principal
-from suspensions.services.core import ClockTimestamp, db_now
+from suspensions.services.claims import ClockTimestamp, db_now
 from tests.helpers import call, continuation
 
 ENGINE = Principal(name="token:engine", grants=(("acme", frozenset({"engine"})),))

@@ -1,6 +1,5 @@
 """One approval, pending or decided, with what was asked (DESIGN §15, last paragraph)."""
 
-import json
 from typing import Any
 from uuid import UUID
 
@@ -10,9 +9,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import digests, selectors
+from .. import presenters, selectors
 from ..exceptions import Forbidden, NotFound
-from ..models import Admission, AdmissionSource, Approval, ApprovalStatus, Run, RunState
+from ..models import AdmissionSource, ApprovalStatus
 from ..principals import Principal
 from .authentication import principal_of
 from .serializers import VersionOut
@@ -43,31 +42,6 @@ class ApprovalOut(serializers.Serializer):
     version = VersionOut(allow_null=True, help_text="The claim version to decide with; null once decided.")
 
 
-def approval_body(record: Approval, run: Run | None, admission: Admission | None) -> dict[str, Any]:
-    """The approval's wire shape: the record, plus where its run is now."""
-    calls = json.loads(record.pending) if record.pending else []
-    version = None
-    if record.status == ApprovalStatus.PENDING and run is not None and run.state == RunState.PAUSED:
-        version = digests.version_dict(record.run_id, record.suspension_id, run.revision)
-    return {
-        "suspension_id": str(record.suspension_id),
-        "run_id": str(record.run_id),
-        "scope": record.scope,
-        "agent_id": record.agent_id,
-        "status": record.status,
-        "calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
-        "requested_by": record.requested_by,
-        "created_at": digests.rfc3339(record.created_at),
-        "expires_at": digests.rfc3339(record.expires_at),
-        "decided_by": record.decided_by,
-        "note": record.note,
-        "resolved_at": digests.rfc3339(record.resolved_at),
-        "admission_id": str(admission.id) if admission is not None else None,
-        "run_state": run.state if run is not None else None,
-        "version": version,
-    }
-
-
 def find_approval(principal: Principal, suspension_id: UUID) -> dict[str, Any]:
     """The approval body for an approver or auditor of its scope (403 without either role anywhere, 404 unseen)."""
     if not principal.superuser and not principal.scopes_with("approver", "auditor"):
@@ -82,7 +56,7 @@ def find_approval(principal: Principal, suspension_id: UUID) -> dict[str, Any]:
         .defer("input")
         .first()
     )
-    return approval_body(record, run, admission)
+    return presenters.approval_body(record, run, admission)
 
 
 class ApprovalDetail(APIView):

@@ -1,6 +1,5 @@
 """Bearer tokens: stored as SHA-256, shown once, revocable."""
 
-import secrets
 from datetime import timedelta
 from typing import Any
 
@@ -10,23 +9,14 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from .. import digests
 from ..models import ApiToken
-from ..principals import Principal, for_token, for_user, has_staff_access
+from ..principals import Principal, for_token, has_staff_access, principal_of  # noqa: F401 (re-exported)
+from ..tokens import hash_token
 from .errors import BEARER_CHALLENGE
 
-TOKEN_PREFIX = "sus_"
 # last_used_at is a hint for humans; writing it on every request would turn
 # every read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-def hash_token(secret: str) -> str:
-    return digests.sha256_hex(secret)
-
-
-def new_secret() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -76,17 +66,3 @@ class StaffSessionAuthentication(authentication.SessionAuthentication):
         if found is not None and not has_staff_access(found[0]):
             raise exceptions.PermissionDenied("The session API needs an active staff account.")
         return found
-
-
-def principal_of(request: Any) -> Principal:
-    """The principal behind a request: a token's, or a logged-in staff user's memberships."""
-    user = request.user
-    if isinstance(user, Principal):
-        return user
-    if user is None or not user.is_authenticated:
-        return Principal(name="anonymous", is_authenticated=False)
-    cached = getattr(request, "_suspensions_principal", None)
-    if cached is None:
-        cached = for_user(user)
-        request._suspensions_principal = cached
-    return cached

@@ -4,7 +4,6 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from django.core.validators import RegexValidator
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -12,13 +11,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import services
+from .. import digests, presenters, services
 from .authentication import principal_of
 from .fields import StrictInt, StrictStr
 from .serializers import ClaimVersion, Strict
 from .views import ERRORS, created, validated, version_of
-
-HEX_SHA256 = RegexValidator(r"^[0-9a-f]{64}\Z", "Must be a lowercase hex SHA-256 digest.")
 
 
 class AwareDateTime(serializers.DateTimeField):
@@ -39,7 +36,7 @@ class AwareDateTime(serializers.DateTimeField):
 
 
 def digest_field() -> StrictStr:
-    return StrictStr(validators=[HEX_SHA256])
+    return StrictStr(validators=[digests.HEX_SHA256])
 
 
 class Close(Strict):
@@ -73,11 +70,11 @@ class RunClosures(APIView):
         data = validated(Close, request)
         # close_run itself refuses a version naming another run than the path's.
         closed = services.close_run(principal=principal_of(request), run_id=pk, request=closure_request(data))
-        return created(services.closure_receipt(closed.receipt, fresh=closed.fresh), closed.fresh)
+        return created(presenters.closure_receipt(closed.receipt, fresh=closed.fresh), closed.fresh)
 
 
 class RunClosure(APIView):
     @extend_schema(responses={200: dict, **ERRORS})
     def get(self, request: Request, pk: UUID, suspension_id: UUID) -> Response:
         receipt = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)
-        return Response(services.closure_receipt(receipt, fresh=False))
+        return Response(presenters.closure_receipt(receipt, fresh=False))

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from ..exceptions import (
     Forbidden,
+    InternalError,
     InvalidRequest,
     NotFound,
     RequestTooLarge,
@@ -21,41 +22,20 @@ from ..exceptions import (
     Unauthenticated,
     Unavailable,
 )
+from ..problems import (  # noqa: F401 (re-exported for the API)
+    BEARER_CHALLENGE,
+    PROBLEM,
+    RETRY_AFTER_SECONDS,
+    problem_headers,
+    problem_body,
+    problem_json_response,
+)
 
 log = logging.getLogger(__name__)
-PROBLEM = "application/problem+json"
-RETRY_AFTER_SECONDS = "5"
-# RFC 9110: every 401 names the scheme that would work (DESIGN §16).
-BEARER_CHALLENGE = 'Bearer realm="api"'
-
-
-def problem_body(error: ServiceError) -> dict[str, Any]:
-    return {
-        "type": f"https://suspensions.dev/errors/{error.code}",
-        "title": error.title,
-        "status": error.status,
-        "detail": error.detail,
-        "code": error.code,
-        **error.extra,
-    }
-
-
-def _headers(error: ServiceError) -> dict[str, str]:
-    if error.status == 401:
-        return {"WWW-Authenticate": BEARER_CHALLENGE}
-    return {"Retry-After": RETRY_AFTER_SECONDS} if error.status == 503 else {}
 
 
 def problem_response(error: ServiceError) -> Response:
-    return Response(problem_body(error), status=error.status, content_type=PROBLEM, headers=_headers(error))
-
-
-def problem_json_response(error: ServiceError) -> JsonResponse:
-    """The same body for places outside DRF (middleware, plain Django views)."""
-    response = JsonResponse(problem_body(error), status=error.status, content_type=PROBLEM)
-    for name, value in _headers(error).items():
-        response[name] = value
-    return response
+    return Response(problem_body(error), status=error.status, content_type=PROBLEM, headers=problem_headers(error))
 
 
 def _field_errors(detail: Any) -> Any:
@@ -123,3 +103,13 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith("/api/"):
         return problem_json_response(NotFound())
     return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: a bug under /api/ is a problem+json 500 without a traceback; elsewhere Django's page.
+
+    Django has logged the exception (logger django.request) before it calls this.
+    """
+    if request.path.startswith("/api/"):
+        return problem_json_response(InternalError())
+    return defaults.server_error(request)

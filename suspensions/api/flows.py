@@ -8,12 +8,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import digests, services
+from .. import presenters, services
 from ..models import Reason
 from .authentication import principal_of
 from .fields import AnyJSON, JSONObject, StrictInt, StrictStr
 from .serializers import Strict
-from .views import ERRORS, claimed_body, created, validated
+from .views import ERRORS, created, validated
 
 
 def part(max_length: int = 200, **options: Any) -> StrictStr:
@@ -55,21 +55,6 @@ class DispatchResumeIn(Strict):
     decision_token = part(1024, required=False)
 
 
-def parked_body(parked: services.ParkedWait) -> dict[str, Any]:
-    suspension = parked.suspension
-    return {
-        "correlation_id": parked.wait.correlation_id,
-        "store_key": parked.wait.store_key,
-        "user_id": parked.user_id,
-        "scope": parked.wait.scope,
-        "run_id": str(suspension.run.id),
-        "suspension_id": str(suspension.id),
-        "run_revision": suspension.run.revision,
-        "reason": suspension.reason,
-        "expires_at": digests.rfc3339(suspension.expires_at),
-    }
-
-
 class ParkFlowWait(APIView):
     @extend_schema(request=ParkFlowWaitIn, responses={201: dict, **ERRORS})
     def post(self, request: Request) -> Response:
@@ -82,7 +67,7 @@ class ParkFlowWait(APIView):
             ttl_seconds=data.get("ttl_seconds"),
             decision_token=data.get("decision_token"),
         )
-        return Response(parked_body(parked), status=201)
+        return Response(presenters.parked_body(parked), status=201)
 
 
 class DispatchResume(APIView):
@@ -90,4 +75,4 @@ class DispatchResume(APIView):
     def post(self, request: Request) -> Response:
         data = validated(DispatchResumeIn, request)
         claimed = services.resume_flow_wait(principal=principal_of(request), **data)
-        return created(claimed_body(claimed), claimed.fresh)
+        return created(presenters.claimed_body(claimed), claimed.fresh)

@@ -7,7 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import selectors, services
+from .. import presenters, selectors
 from ..exceptions import NotFound
 from .authentication import principal_of
 from .views import ERRORS
@@ -19,4 +19,4 @@ class RunExpiry(APIView):
         receipt = selectors.expiries(principal_of(request)).filter(run_id=pk, suspension_id=suspension_id).first()
         if receipt is None:
             raise NotFound(f"no expiry receipt for pause {suspension_id} of run {pk}")
-        return Response(services.expiry_receipt(receipt))
+        return Response(presenters.expiry_receipt(receipt))

@@ -1,6 +1,5 @@
 """The REST API: DRF generics for reads, one APIView per write, each calling one service."""
 
-import json
 from typing import Any
 from uuid import UUID
 
@@ -11,12 +10,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import digests, selectors, services
-from ..exceptions import Forbidden, InvalidRequest, NotFound
+from .. import presenters, selectors, services
+from ..exceptions import Forbidden, NotFound
+from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
 from . import serializers as s
 from .authentication import principal_of
-from .filters import AdmissionFilter, RunFilter, SuspensionFilter
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
 PROBLEM = OpenApiResponse(description="application/problem+json error")
@@ -45,57 +44,12 @@ def version_of(data: dict[str, Any]) -> services.Version:
     return services.Version(run_id=v["run_id"], suspension_id=v["suspension_id"], run_revision=v["run_revision"])
 
 
-def check_run_matches(run_id: UUID, version: services.Version) -> None:
-    if version.run_id != run_id:
-        raise InvalidRequest(
-            "version.run_id must be the run in the path", errors={"version": {"run_id": ["Mismatch."]}}
-        )
-
-
 def created(body: dict[str, Any], fresh: bool) -> Response:
     return Response(body, status=201 if fresh else 200)
 
 
 def run_body(run: Run) -> dict[str, Any]:
     return s.RunOut(run).data  # type: ignore[return-value]
-
-
-def suspension_summary(susp: Suspension) -> dict[str, Any]:
-    """A list row: the pause without its (possibly large) continuation."""
-    return {
-        "id": str(susp.id),
-        "run_id": str(susp.run_id),
-        "scope": susp.scope,
-        "agent_id": susp.run.agent_id,
-        "reason": susp.reason,
-        "pending": json.loads(susp.pending),
-        "expires_at": digests.rfc3339(susp.expires_at),
-        "created_at": digests.rfc3339(susp.created_at),
-        "run_revision": susp.run.revision,
-        "run_state": susp.run.state,
-        "correlation_id": susp.correlation_id or None,
-    }
-
-
-def claimed_body(claimed: services.Claimed) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "run_id": str(claimed.run.id),
-        "run_revision": claimed.run.revision,
-        "run_state": claimed.run.state,
-    }
-    if claimed.admission is not None:
-        body["admission"] = services.admission_receipt(claimed.admission, fresh=claimed.fresh)
-    if claimed.start is not None:
-        body["start"] = services.start_receipt(claimed.start)
-    body["fresh"] = claimed.fresh
-    # Only a fresh claim that granted execution carries the pause and its input.
-    if claimed.fresh and claimed.suspension is not None:
-        body["suspension"] = services.suspension_body(claimed.suspension)
-        if claimed.results is not None:
-            body["results"] = claimed.results
-        elif claimed.admission is not None:
-            body["input"] = claimed.admission.input
-    return body
 
 
 # -- runs ---------------------------------------------------------------------
@@ -150,19 +104,17 @@ class Suspend(APIView):
             continuation=raw["continuation"],
             ttl_seconds=data.get("ttl_seconds"),
         )
-        return Response({**services.suspension_body(suspension), "run_revision": suspension.run.revision}, status=201)
+        return Response(presenters.suspension_detail(suspension), status=201)
 
 
 class Resume(APIView):
     @extend_schema(request=s.Resume, responses=CLAIMED)
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Resume, request)
-        version = version_of(data)
-        check_run_matches(pk, version)
         claimed = services.resume_run(
-            principal=principal_of(request), run_id=pk, version=version, results=data["results"]
+            principal=principal_of(request), run_id=pk, version=version_of(data), results=data["results"]
         )
-        return created(claimed_body(claimed), claimed.fresh)
+        return created(presenters.claimed_body(claimed), claimed.fresh)
 
 
 class Complete(APIView):
@@ -199,7 +151,7 @@ class SuspensionList(generics.ListAPIView):
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response([suspension_summary(x) for x in page or []])
+        return self.get_paginated_response([presenters.suspension_summary(x) for x in page or []])
 
 
 class SuspensionDetail(APIView):
@@ -208,9 +160,7 @@ class SuspensionDetail(APIView):
         susp = selectors.suspensions(principal_of(request)).filter(pk=pk).first()
         if susp is None:
             raise NotFound()
-        return Response(
-            {**services.suspension_body(susp), "run_revision": susp.run.revision, "run_state": susp.run.state}
-        )
+        return Response(presenters.suspension_detail(susp))
 
 
 class ApprovalList(SuspensionList):
@@ -227,35 +177,23 @@ class Decide(APIView):
     @extend_schema(request=s.Decide, responses={200: DECISION, 201: DECISION, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Decide, request)
-        principal, version = principal_of(request), version_of(data)
-        if data["decision"] == "approve":
-            claimed = services.approve(
-                principal=principal, suspension_id=pk, version=version, note=data.get("reason", "")
-            )
-            return created(claimed_body(claimed), claimed.fresh)
-        denied = services.deny_approval(principal=principal, suspension_id=pk, version=version, reason=data["reason"])
-        body = {
-            "decision": "deny",
-            "run_id": str(denied.run.id),
-            "suspension_id": str(denied.suspension_id),
-            "run_state": denied.run.state,
-            "run_revision": denied.run.revision,
-            "reason": denied.reason,
-            "fresh": denied.fresh,
-        }
-        return created(body, denied.fresh)
+        decision = services.decide(
+            principal=principal_of(request),
+            suspension_id=pk,
+            version=version_of(data),
+            decision=data["decision"],
+            reason=data.get("reason", ""),
+        )
+        if isinstance(decision, services.Denied):
+            return created(presenters.denied_body(decision), decision.fresh)
+        return created(presenters.claimed_body(decision), decision.fresh)
 
 
 # -- admissions and starts --------------------------------------------------------
 
 
-def admission_row(admission: Admission) -> dict[str, Any]:
-    """The receipt plus where the admission is now (the receipt itself never changes)."""
-    return {**services.admission_receipt(admission, fresh=False), "state": admission.state}
-
-
 def admission_rows(page: Any) -> list[dict[str, Any]]:
-    return [admission_row(a) for a in page or []]
+    return [presenters.admission_row(a) for a in page or []]
 
 
 class RunAdmissions(generics.ListAPIView):
@@ -276,16 +214,14 @@ class RunAdmissions(generics.ListAPIView):
     @extend_schema(request=s.Admit, responses=CLAIMED)
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Admit, request)
-        version = version_of(data)
-        check_run_matches(pk, version)
         claimed = services.admit_reply(
             principal=principal_of(request),
             run_id=pk,
-            version=version,
+            version=version_of(data),
             input=data["input"],
             reply_with=data["reply_with"],
         )
-        return created(claimed_body(claimed), claimed.fresh)
+        return created(presenters.claimed_body(claimed), claimed.fresh)
 
 
 class LatestAdmission(APIView):
@@ -294,8 +230,8 @@ class LatestAdmission(APIView):
         latest, start = selectors.latest_admission(principal_of(request), pk)
         if latest is None:
             raise NotFound()
-        body = admission_row(latest)
-        body["start"] = services.start_receipt(start) if start else None
+        body = presenters.admission_row(latest)
+        body["start"] = presenters.start_receipt(start) if start else None
         return Response(body)
 
 
@@ -327,4 +263,4 @@ class StartAdmission(APIView):
     @extend_schema(request=None, responses={201: s.ClaimedOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         claimed = services.start_admission(principal=principal_of(request), admission_id=pk)
-        return created(claimed_body(claimed), True)
+        return created(presenters.claimed_body(claimed), True)

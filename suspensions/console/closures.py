@@ -18,12 +18,10 @@ from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods
 
-from .. import selectors, services
-from ..api.authentication import principal_of
-from ..api.closures import HEX_SHA256
+from .. import digests, presenters, selectors, services
 from ..exceptions import InvalidRequest, NotFound, ServiceError
 from ..models import Admission, Role
-from ..principals import Principal
+from ..principals import Principal, principal_of
 from .access import staff_required
 
 # What an operator reads when the closure did not go through (the service's code -> a sentence).
@@ -58,14 +56,14 @@ class ClosureForm(forms.Form):
 
     suspension_id = forms.UUIDField(widget=forms.HiddenInput)
     version_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
-    admission_digest = forms.CharField(validators=[HEX_SHA256], widget=forms.HiddenInput)
-    start_digest = forms.CharField(validators=[HEX_SHA256], widget=forms.HiddenInput)
+    admission_digest = forms.CharField(validators=[digests.HEX_SHA256], widget=forms.HiddenInput)
+    start_digest = forms.CharField(validators=[digests.HEX_SHA256], widget=forms.HiddenInput)
     run_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     issuer = forms.CharField(max_length=200, help_text="Who vouches that the worker stopped.")
     issuer_revision = forms.CharField(max_length=200, help_text="The issuer's key or configuration revision.")
     proof_ref = forms.CharField(max_length=2000, label="Proof reference", help_text="Where the proof is kept.")
     proof_digest = forms.CharField(
-        validators=[HEX_SHA256], label="Proof digest", help_text="Lowercase hex SHA-256 of the proof."
+        validators=[digests.HEX_SHA256], label="Proof digest", help_text="Lowercase hex SHA-256 of the proof."
     )
     observed_at = ProofTimeField(label="Observed at", help_text=TIME_HELP)
     expires_at = ProofTimeField(label="Valid until", help_text=TIME_HELP)
@@ -176,7 +174,7 @@ def receipt(request: HttpRequest, pk: UUID, suspension_id: UUID) -> HttpResponse
         found = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)
     except NotFound:
         raise Http404("closure not found") from None
-    body = services.closure_receipt(found, fresh=False)
+    body = presenters.closure_receipt(found, fresh=False)
     context = {
         "nav": "uncertain",
         "receipt": body,

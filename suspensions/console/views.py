@@ -16,10 +16,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import selectors, services
-from ..api.authentication import principal_of
-from ..api.filters import RunFilter, SuspensionFilter
 from ..exceptions import ServiceError
+from ..filters import RunFilter, SuspensionFilter
 from ..models import ApprovalStatus, Reason, Role, RunState
+from ..principals import principal_of
 from . import paging, present, queries
 from .access import staff_required
 from .forms import AGE_CHOICES, EXPIRING_CHOICES, DecisionForm
@@ -164,16 +164,17 @@ def decide(request: HttpRequest, pk: UUID) -> HttpResponse:
 
 
 def apply_decision(principal: Any, pk: UUID, version: services.Version, data: dict[str, Any]) -> str:
-    """Call the same service as the API's decide endpoint; the approver is the principal, never a form field."""
-    if data["decision"] == "approve":
-        claimed = services.approve(principal=principal, suspension_id=pk, version=version, note=data["reason"])
-        if not claimed.fresh:
-            return "You had already approved this; nothing changed."
-        return f"Approved. The run is running at revision {claimed.run.revision} and waits for its engine."
-    denied = services.deny_approval(principal=principal, suspension_id=pk, version=version, reason=data["reason"])
-    if not denied.fresh:
-        return "You had already denied this; nothing changed."
-    return f"Denied. The run failed with “rejected: {denied.reason}”."
+    """The same service as the API's decide endpoint; the approver is the principal, never a form field."""
+    decision = services.decide(
+        principal=principal, suspension_id=pk, version=version, decision=data["decision"], reason=data["reason"]
+    )
+    if isinstance(decision, services.Denied):
+        if not decision.fresh:
+            return "You had already denied this; nothing changed."
+        return f"Denied. The run failed with “rejected: {decision.reason}”."
+    if not decision.fresh:
+        return "You had already approved this; nothing changed."
+    return f"Approved. The run is running at revision {decision.run.revision} and waits for its engine."
 
 
 @require_GET

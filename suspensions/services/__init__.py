@@ -1,28 +1,20 @@
-"""Every state change of DESIGN §3: one function per transition (STYLE rule 1).
+"""Every state change of DESIGN §3: one function per transition (STYLE rule 1), by theme.
 
-core.py holds T1-T8; each later capability adds its module and one import line here.
+claims.py   the run lock, the clock, the event writer and the one claim sequence
+runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
+resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
+approvals.py T4 approve and T6 deny, and `decide` for the API and the console
+flows.py    correlation-keyed waits (DESIGN §9)
+sweep.py    T9 expiry
+closure.py  T10 closure
+
+Wire shapes are rendered in suspensions/presenters.py, never here.
 """
 
-from .closure import Closed, ClosureRequest, close_run, closure_of, closure_receipt  # noqa: F401
-from .core import (  # noqa: F401
-    Claimed,
-    Denied,
-    Version,
-    admission_receipt,
-    admit_reply,
-    approve,
-    cancel_run,
-    complete_run,
-    db_now,
-    deny_approval,
-    fail_run,
-    register_run,
-    resume_run,
-    start_admission,
-    start_receipt,
-    suspend_run,
-    suspension_body,
-    suspension_digest_of,
-)
+from .approvals import Decision, Denied, approve, decide, deny_approval  # noqa: F401
+from .claims import Claimed, Version, db_now, suspension_digest_of  # noqa: F401
+from .closure import Closed, ClosureRequest, close_run, closure_of  # noqa: F401
 from .flows import Envelope, ParkedWait, park_flow_wait, resume_flow_wait  # noqa: F401
-from .sweep import SweepResult, expire_batch, expire_suspensions, expiry_receipt  # noqa: F401
+from .resumes import admit_reply, resume_run, start_admission  # noqa: F401
+from .runs import cancel_run, complete_run, fail_run, register_run, suspend_run  # noqa: F401
+from .sweep import SweepResult, expire_batch, expire_suspensions  # noqa: F401

@@ -23,10 +23,8 @@ Refusal order, and why:
    (400 invalid_request with a field error: DESIGN has no dedicated code).
 """
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from uuid import UUID
 
 from django.db import connection, transaction
@@ -35,7 +33,7 @@ from .. import digests, selectors
 from ..exceptions import ClosureConflict, InvalidRequest, InvalidState, NotFound, VersionConflict
 from ..models import Admission, AdmissionState, ClosureReceipt, Role, Run, RunState
 from ..principals import Principal
-from .core import Version, _event, _lock_run, _move, _require
+from .claims import Version, event, lock_run, move, require, write_events
 
 SCHEMA_VERSION = 1
 # DESIGN §7: each closure operation gives up after 30 s instead of queueing
@@ -93,23 +91,6 @@ def _bound_time() -> None:
         with connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL lock_timeout = '{TIMEOUT}'")
             cursor.execute(f"SET LOCAL statement_timeout = '{TIMEOUT}'")
-
-
-def receipt_digest(receipt: ClosureReceipt) -> str:
-    """The digest over the receipt's other fields (the request is bound by its own digest)."""
-    return digests.digest(
-        {
-            "id": str(receipt.id),
-            "run_id": str(receipt.run_id),
-            "suspension_id": str(receipt.suspension_id),
-            "scope": receipt.scope,
-            "request_digest": receipt.request_digest,
-            "run_revision": int(receipt.run_revision),
-            "event_id": receipt.event_id,
-            "actor": receipt.actor,
-            "closed_at": digests.rfc3339(receipt.closed_at),
-        }
-    )
 
 
 def _uncertain_start(principal: Principal, run: Run, request: ClosureRequest) -> Admission:
@@ -171,9 +152,9 @@ def _write_closure(
 ) -> ClosureReceipt:
     text = request.canonical_text(scope=run.scope, actor=actor)
     request_digest = digests.sha256_hex(text)
-    _move(run, RunState.INCOMPLETE, now, error=f"closed as incomplete by {actor}")
+    move(run, RunState.INCOMPLETE, now, error=f"closed as incomplete by {actor}")
     Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.CLOSED)
-    event = _event(
+    closed = event(
         run,
         "closed",
         actor,
@@ -183,19 +164,19 @@ def _write_closure(
         issuer=request.issuer,
         proof_ref=request.proof_ref,
     )
-    event.save(force_insert=True)
+    write_events(closed)
     receipt = ClosureReceipt(
         run_id=run.id,
         suspension_id=admission.suspension_id,
         request=text,
         request_digest=request_digest,
         run_revision=run.revision,
-        event_id=event.id,
+        event_id=closed.id,
         actor=actor,
         closed_at=now,
     )
     receipt.stamp_scope(run.scope)
-    receipt.digest = receipt_digest(receipt)
+    receipt.digest = digests.closure_digest(receipt)
     receipt.save(force_insert=True)
     return receipt
 
@@ -217,8 +198,8 @@ def close_run(*, principal: Principal, run_id: UUID | str, request: ClosureReque
     _check_times(request)
     with transaction.atomic():
         _bound_time()
-        run, _live, now = _lock_run(principal, run_id)
-        _require(principal, Role.OPERATOR, run.scope)
+        run, _live, now = lock_run(principal, run_id)
+        require(principal, Role.OPERATOR, run.scope)
         request_digest = digests.sha256_hex(request.canonical_text(scope=run.scope, actor=principal.name))
         existing = ClosureReceipt.objects.filter(run_id=run.id, suspension_id=request.version.suspension_id).first()
         if existing is not None:
@@ -243,24 +224,3 @@ def closure_of(*, principal: Principal, run_id: UUID | str, suspension_id: UUID 
     if receipt is None:
         raise NotFound(f"no closure of pause {suspension_id} on run {run_id}")
     return receipt
-
-
-def closure_receipt(receipt: ClosureReceipt, *, fresh: bool) -> dict[str, Any]:
-    """The receipt as the API and the console show it, with its integrity check (`valid`)."""
-    return {
-        "id": str(receipt.id),
-        "run_id": str(receipt.run_id),
-        "suspension_id": str(receipt.suspension_id),
-        "scope": receipt.scope,
-        "request": json.loads(receipt.request),
-        "request_digest": receipt.request_digest,
-        "run_revision": receipt.run_revision,
-        "event_id": receipt.event_id,
-        "actor": receipt.actor,
-        "closed_at": digests.rfc3339(receipt.closed_at),
-        "digest": receipt.digest,
-        # Integrity only: recomputed from what is stored; it grants nothing.
-        "valid": digests.sha256_hex(receipt.request) == receipt.request_digest
-        and receipt_digest(receipt) == receipt.digest,
-        "fresh": fresh,
-    }

@@ -1,8 +1,8 @@
 """Correlation-keyed waits (DESIGN §9): park a flow's wait, resume it by its correlation id.
 
-A park is T1 register + T2 suspend (core's own functions) in one transaction,
+A park is T1 register + T2 suspend (runs.py's own functions) in one transaction,
 plus the FlowWait row that finds the run again from the store key. A resume
-is a T4 admission through core's claim, digests and bound, with source
+is a T4 admission through claims.claim, digests and bound, with source
 `dispatch`.
 
 Decisions:
@@ -15,7 +15,7 @@ Decisions:
 - `POST /dispatch/resume` is the bus's door for flow waits of every reason:
   it skips the reason matrix of DESIGN §4 (and the agent reply's reply_with),
   because the nonce and the decision token are the gate. The other doors
-  refuse flow waits (core._check_reason), or the gate could be walked round.
+  refuse flow waits (claims.check_reason), or the gate could be walked round.
 - Every park mints a nonce, so a correlation id without one is `wrong_gate`.
   A correlation id naming another flow than the parked one is `wrong_gate`
   too: the nonce matched, but the id was not the one handed out.
@@ -39,7 +39,8 @@ from ..correlation import Correlation
 from ..exceptions import AlreadySuspended, BadToken, InvalidRequest, NotFound, WrongGate
 from ..models import AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
 from ..principals import Principal
-from . import core
+from .claims import Claimed, Version, bounded_input, claim, require, resolve_approval, write_events
+from .runs import register_run, suspend_run
 
 MAX_CORRELATION_BYTES = 1024
 
@@ -159,7 +160,7 @@ def park_flow_wait(
     No replay: every park mints a fresh nonce.
     """
     scope = _scope(envelope.tenant, envelope.env)
-    core._require(principal, Role.ENGINE, scope)
+    require(principal, Role.ENGINE, scope)
     if reason == Reason.APPROVAL and not decision_token:
         # The bus holds every correlation id it carries: without a token only the
         # approver's side knows, the bus alone could approve (DESIGN §16).
@@ -172,10 +173,10 @@ def park_flow_wait(
     key = _resumable_key(envelope, parked)
     with transaction.atomic():
         _retire_stale(scope, key)
-        run = core.register_run(
+        run = register_run(
             principal=principal, agent_id=f"{envelope.pack}/{envelope.flow}", scope=scope, session_id=parked.user_id
         )
-        suspension = core.suspend_run(
+        suspension = suspend_run(
             principal=principal,
             run_id=run.id,
             revision=run.revision,
@@ -236,7 +237,7 @@ def resume_flow_wait(
     correlation_id: str,
     output: Any,
     decision_token: str | None = None,
-) -> core.Claimed:
+) -> Claimed:
     """T4 by correlation id (bus): gates the wait (nonce, decision token), then claims it like any admission.
 
     Locks the run. The admitted input is the canonical JSON of `output`. The
@@ -252,28 +253,25 @@ def resume_flow_wait(
         )
     if not principal.sees(scope):
         raise NotFound()
-    core._require(principal, Role.BUS, scope)
-    input_text = core._bounded_input(output)
+    require(principal, Role.BUS, scope)
+    input_text = bounded_input(output)
     wait = _gate(scope, parsed, decision_token)
-    version = core.Version(run_id=wait.run_id, suspension_id=wait.suspension_id, run_revision=wait.run_revision)
+    version = Version(run_id=wait.run_id, suspension_id=wait.suspension_id, run_revision=wait.run_revision)
     with transaction.atomic():
-        run, live, now = core._lock_run(principal, wait.run_id)
-        request_digest, existing = core._claim_or_replay(run, live, version, input_text, now)
-        if existing is not None:
-            return core.Claimed(run=run, admission=existing, fresh=False)
-        assert live is not None
-        admission, admitted = core._write_admission(
-            run=run,
-            suspension=live,
+        # door=None: this wait's gate (nonce, decision token) was checked above, not the reason matrix.
+        c = claim(
+            principal=principal,
+            run_id=wait.run_id,
             version=version,
+            role=Role.BUS,
+            door=None,
             source=AdmissionSource.DISPATCH,
-            input_text=input_text,
-            request_digest=request_digest,
-            actor=principal.name,
-            now=now,
+            input_of=lambda live, existing: input_text,
         )
-        # An approval-reason wait is answered here, not in the inbox: close its request.
-        core._resolve_approval(live.id, ApprovalStatus.APPROVED, now, principal.name, "answered by dispatch")
-        FlowWait.objects.filter(pk=wait.pk).update(live=False)
-        admitted.save(force_insert=True)
-    return core.Claimed(run=run, admission=admission)
+        if c.fresh:
+            assert c.live is not None and c.admitted is not None
+            # An approval-reason wait is answered here, not in the inbox: close its request.
+            resolve_approval(c.live.id, ApprovalStatus.APPROVED, c.now, principal.name, "answered by dispatch")
+            FlowWait.objects.filter(pk=wait.pk).update(live=False)
+            write_events(c.admitted)
+    return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)

@@ -44,7 +44,7 @@ from ..models import (
     RunState,
     Suspension,
 )
-from .core import db_now
+from .claims import db_now
 
 log = logging.getLogger(__name__)
 
@@ -107,45 +107,6 @@ class SweepResult:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def expiry_digest(
-    *, run_id: Any, suspension_id: Any, scope: str, request_digest: str, run_revision: int, expired_at: datetime
-) -> str:
-    return digests.digest(
-        {
-            "run_id": str(run_id),
-            "suspension_id": str(suspension_id),
-            "scope": scope,
-            "request_digest": request_digest,
-            "run_revision": int(run_revision),
-            "expired_at": digests.rfc3339(expired_at),
-        }
-    )
-
-
-def expiry_receipt(receipt: ExpiryReceipt) -> dict[str, Any]:
-    """The receipt as the API shows it, with its integrity check (`valid`)."""
-    return {
-        "run_id": str(receipt.run_id),
-        "suspension_id": str(receipt.suspension_id),
-        "scope": receipt.scope,
-        "request_digest": receipt.request_digest,
-        "run_revision": receipt.run_revision,
-        "expired_at": digests.rfc3339(receipt.expired_at),
-        "event_id": receipt.event_id,
-        "digest": receipt.digest,
-        # Integrity only: recomputed from what is stored; it grants nothing.
-        "valid": expiry_digest(
-            run_id=receipt.run_id,
-            suspension_id=receipt.suspension_id,
-            scope=receipt.scope,
-            request_digest=receipt.request_digest,
-            run_revision=receipt.run_revision,
-            expired_at=receipt.expired_at,
-        )
-        == receipt.digest,
-    }
 
 
 # -- one batch ----------------------------------------------------------------------
@@ -306,7 +267,7 @@ def _insert_events(rows: list[Due], now: datetime) -> Statement:
 
 
 def _receipt_row(row: Due, now: datetime) -> dict[str, Any]:
-    digest = expiry_digest(
+    digest = digests.expiry_digest(
         run_id=row.run_id,
         suspension_id=row.suspension_id,
         scope=row.scope,

@@ -7,8 +7,8 @@ import django_filters as filters
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .. import scopes
-from ..models import Admission, AdmissionState, Reason, Run, RunState, Suspension
+from . import scopes
+from .models import Admission, AdmissionState, Reason, Run, RunState, Suspension
 
 
 def filter_scope(queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:

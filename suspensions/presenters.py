@@ -1,0 +1,230 @@
+"""One renderer per wire shape (STYLE rule 15): receipts, pauses, claims, approvals.
+
+The API returns these dicts, the console reads them, and the OpenAPI schema
+documents them with the output serializers in api/serializers.py, which
+tests/api/test_shapes.py holds to the same keys. Services return model
+instances and small dataclasses; nothing here touches the database.
+"""
+
+import json
+from typing import Any
+
+from . import digests
+from .models import (
+    Admission,
+    Approval,
+    ApprovalStatus,
+    ClosureReceipt,
+    ExpiryReceipt,
+    Run,
+    RunState,
+    Start,
+    Suspension,
+)
+
+
+def admission_receipt(admission: Admission, *, fresh: bool) -> dict[str, Any]:
+    """The immutable proof of a claim: no mutable state in it, so a replay answers it unchanged."""
+    version = digests.version_dict(admission.run_id, admission.suspension_id, admission.version_revision)
+    return {
+        "id": str(admission.id),
+        "run_id": str(admission.run_id),
+        "suspension_id": str(admission.suspension_id),
+        "scope": admission.scope,
+        "source": admission.source,
+        "version": version,
+        "request_digest": admission.request_digest,
+        "suspension_digest": admission.suspension_digest,
+        "claimed_revision": admission.claimed_revision,
+        "admitted_at": digests.rfc3339(admission.admitted_at),
+        "actor": admission.actor,
+        # Integrity: the digest recomputed from the retained request.
+        "valid": digests.request_digest(scope=admission.scope, version=version, input=admission.input)
+        == admission.request_digest,
+        "fresh": fresh,
+    }
+
+
+def admission_row(admission: Admission) -> dict[str, Any]:
+    """The receipt plus where the admission is now (the receipt itself never changes)."""
+    return {**admission_receipt(admission, fresh=False), "state": admission.state}
+
+
+def start_receipt(start: Start) -> dict[str, Any]:
+    return {
+        "run_id": str(start.run_id),
+        "suspension_id": str(start.suspension_id),
+        "run_revision": start.run_revision,
+        "request_digest": start.request_digest,
+        "started_at": digests.rfc3339(start.started_at),
+        "digest": start.digest,
+        "valid": digests.start_digest(
+            run_id=start.run_id,
+            suspension_id=start.suspension_id,
+            run_revision=start.run_revision,
+            request_digest=start.request_digest,
+            started_at=start.started_at,
+        )
+        == start.digest,
+    }
+
+
+def suspension_body(s: Suspension) -> dict[str, Any]:
+    """The pause as the engine gave it (RunConfig's absent tools_restricted reads as false)."""
+    continuation = json.loads(s.continuation)
+    config = continuation.get("config")
+    if isinstance(config, dict):
+        config.setdefault("tools_restricted", False)
+    return {
+        "id": str(s.id),
+        "run_id": str(s.run_id),
+        "scope": s.scope,
+        "reason": s.reason,
+        "pending": json.loads(s.pending),
+        "continuation": continuation,
+        "expires_at": digests.rfc3339(s.expires_at),
+        "created_at": digests.rfc3339(s.created_at),
+        "correlation_id": s.correlation_id or None,
+    }
+
+
+def suspension_detail(s: Suspension) -> dict[str, Any]:
+    """The pause with where its run is now (GET /suspensions/{id}, the answer to a suspend)."""
+    return {**suspension_body(s), "run_revision": s.run.revision, "run_state": s.run.state}
+
+
+def suspension_summary(s: Suspension) -> dict[str, Any]:
+    """A list row: the pause without its (possibly large) continuation."""
+    return {
+        "id": str(s.id),
+        "run_id": str(s.run_id),
+        "scope": s.scope,
+        "agent_id": s.run.agent_id,
+        "reason": s.reason,
+        "pending": json.loads(s.pending),
+        "expires_at": digests.rfc3339(s.expires_at),
+        "created_at": digests.rfc3339(s.created_at),
+        "run_revision": s.run.revision,
+        "run_state": s.run.state,
+        "correlation_id": s.correlation_id or None,
+    }
+
+
+def claimed_body(claimed: Any) -> dict[str, Any]:
+    """A claim or a start (services.Claimed): receipts; only a fresh grant of execution carries the pause."""
+    body: dict[str, Any] = {
+        "run_id": str(claimed.run.id),
+        "run_revision": claimed.run.revision,
+        "run_state": claimed.run.state,
+    }
+    if claimed.admission is not None:
+        body["admission"] = admission_receipt(claimed.admission, fresh=claimed.fresh)
+    if claimed.start is not None:
+        body["start"] = start_receipt(claimed.start)
+    body["fresh"] = claimed.fresh
+    if claimed.fresh and claimed.suspension is not None:
+        body["suspension"] = suspension_body(claimed.suspension)
+        if claimed.results is not None:
+            body["results"] = claimed.results
+        elif claimed.admission is not None:
+            body["input"] = claimed.admission.input
+    return body
+
+
+def denied_body(denied: Any) -> dict[str, Any]:
+    """A denial (services.Denied)."""
+    return {
+        "decision": "deny",
+        "run_id": str(denied.run.id),
+        "suspension_id": str(denied.suspension_id),
+        "run_state": denied.run.state,
+        "run_revision": denied.run.revision,
+        "reason": denied.reason,
+        "fresh": denied.fresh,
+    }
+
+
+def approval_body(record: Approval, run: Run | None, admission: Admission | None) -> dict[str, Any]:
+    """One approval, pending or decided, with what was asked, plus where its run is now."""
+    calls = json.loads(record.pending) if record.pending else []
+    version = None
+    if record.status == ApprovalStatus.PENDING and run is not None and run.state == RunState.PAUSED:
+        version = digests.version_dict(record.run_id, record.suspension_id, run.revision)
+    return {
+        "suspension_id": str(record.suspension_id),
+        "run_id": str(record.run_id),
+        "scope": record.scope,
+        "agent_id": record.agent_id,
+        "status": record.status,
+        "calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
+        "requested_by": record.requested_by,
+        "created_at": digests.rfc3339(record.created_at),
+        "expires_at": digests.rfc3339(record.expires_at),
+        "decided_by": record.decided_by,
+        "note": record.note,
+        "resolved_at": digests.rfc3339(record.resolved_at),
+        "admission_id": str(admission.id) if admission is not None else None,
+        "run_state": run.state if run is not None else None,
+        "version": version,
+    }
+
+
+def expiry_receipt(receipt: ExpiryReceipt) -> dict[str, Any]:
+    """The proof of a T9 expiry, with its integrity check (`valid`)."""
+    return {
+        "run_id": str(receipt.run_id),
+        "suspension_id": str(receipt.suspension_id),
+        "scope": receipt.scope,
+        "request_digest": receipt.request_digest,
+        "run_revision": receipt.run_revision,
+        "expired_at": digests.rfc3339(receipt.expired_at),
+        "event_id": receipt.event_id,
+        "digest": receipt.digest,
+        # Integrity only: recomputed from what is stored; it grants nothing.
+        "valid": digests.expiry_digest(
+            run_id=receipt.run_id,
+            suspension_id=receipt.suspension_id,
+            scope=receipt.scope,
+            request_digest=receipt.request_digest,
+            run_revision=receipt.run_revision,
+            expired_at=receipt.expired_at,
+        )
+        == receipt.digest,
+    }
+
+
+def closure_receipt(receipt: ClosureReceipt, *, fresh: bool) -> dict[str, Any]:
+    """The proof of a T10 closure, with its integrity check (`valid`)."""
+    return {
+        "id": str(receipt.id),
+        "run_id": str(receipt.run_id),
+        "suspension_id": str(receipt.suspension_id),
+        "scope": receipt.scope,
+        "request": json.loads(receipt.request),
+        "request_digest": receipt.request_digest,
+        "run_revision": receipt.run_revision,
+        "event_id": receipt.event_id,
+        "actor": receipt.actor,
+        "closed_at": digests.rfc3339(receipt.closed_at),
+        "digest": receipt.digest,
+        # Integrity only: recomputed from what is stored; it grants nothing.
+        "valid": digests.sha256_hex(receipt.request) == receipt.request_digest
+        and digests.closure_digest(receipt) == receipt.digest,
+        "fresh": fresh,
+    }
+
+
+def parked_body(parked: Any) -> dict[str, Any]:
+    """A parked flow wait (services.ParkedWait): the correlation id to embed in the dispatch."""
+    suspension = parked.suspension
+    return {
+        "correlation_id": parked.wait.correlation_id,
+        "store_key": parked.wait.store_key,
+        "user_id": parked.user_id,
+        "scope": parked.wait.scope,
+        "run_id": str(suspension.run.id),
+        "suspension_id": str(suspension.id),
+        "run_revision": suspension.run.revision,
+        "reason": suspension.reason,
+        "expires_at": digests.rfc3339(suspension.expires_at),
+    }

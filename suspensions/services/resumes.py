@@ -1,0 +1,132 @@
+"""The engine's and the bus's claims: T3 one-shot resume, T4 agent-reply admission, T5 start (DESIGN §3-§5)."""
+
+import json
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+
+from .. import selectors
+from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch, ResumeAlreadyStarted, SuspensionExpired
+from ..models import Admission, AdmissionSource, AdmissionState, Role, Start, Suspension
+from ..principals import Principal
+from .claims import Claimed, Version, bounded_input, check_deadline, claim, lock_run, require, write_events, write_start
+
+
+def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Results matched one to one with the pending calls, in pending order (422 otherwise)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for result in results:
+        if result["call_id"] in by_id:
+            raise ResultsMismatch(f"call {result['call_id']} has more than one result")
+        by_id[result["call_id"]] = result
+    expected = [call["id"] for call in pending]
+    unknown = sorted(set(by_id) - set(expected))
+    missing = [call_id for call_id in expected if call_id not in by_id]
+    if unknown or missing:
+        raise ResultsMismatch("results do not match the pending calls", unknown=unknown, missing=missing)
+    return [by_id[call_id] for call_id in expected]
+
+
+def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, results: list[dict[str, Any]]) -> Claimed:
+    """T3 one-shot resume of an `external_tool` pause: T4 admit and T5 start in one transaction.
+
+    Locks the run. The identical request again answers the original receipts
+    with fresh=False and no continuation, even after the run moved on.
+    """
+    version.require_run(run_id)
+    input_text = bounded_input(results)
+    ordered: list[dict[str, Any]] = []
+
+    def match(live: Suspension) -> None:
+        ordered.extend(order_results(json.loads(live.pending), results))
+
+    with transaction.atomic():
+        c = claim(
+            principal=principal,
+            run_id=run_id,
+            version=version,
+            role=Role.ENGINE,
+            door="one_shot",
+            source=AdmissionSource.ONE_SHOT,
+            input_of=lambda live, existing: input_text,
+            state=AdmissionState.STARTED,
+            check=match,
+        )
+        if not c.fresh:
+            start = Start.objects.filter(admission_id=c.admission.id).first()
+            return Claimed(run=c.run, admission=c.admission, start=start, fresh=False)
+        assert c.live is not None and c.admitted is not None
+        start, started = write_start(
+            run=c.run, admission=c.admission, suspension=c.live, actor=principal.name, now=c.now
+        )
+        write_events(c.admitted, started)
+    return Claimed(run=c.run, admission=c.admission, start=start, suspension=c.live, results=ordered)
+
+
+def admit_reply(
+    *,
+    principal: Principal,
+    run_id: UUID | str,
+    version: Version,
+    input: str,
+    reply_with: str,
+    source: str = AdmissionSource.AGENT_REPLY,
+) -> Claimed:
+    """T4 admit an agent reply (bus): claims the pause, binds the exact input; grants no execution.
+
+    Locks the run. The identical request again answers the original receipt
+    (fresh=False); a different one is admission_conflict naming both digests.
+    """
+    version.require_run(run_id)
+    bounded_input(input)  # the bound measures the input's JSON encoding; the text itself is kept byte for byte
+
+    def bound_to_question(live: Suspension) -> None:
+        if reply_with != live.reply_with:
+            raise ReplyMismatch(f"reply_with does not match the pending call's ({live.reply_with!r})")
+
+    with transaction.atomic():
+        c = claim(
+            principal=principal,
+            run_id=run_id,
+            version=version,
+            role=Role.BUS,
+            door="admit",
+            source=source,
+            input_of=lambda live, existing: input,
+            check=bound_to_question,
+        )
+        if c.admitted is not None:
+            write_events(c.admitted)
+    return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
+
+
+def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claimed:
+    """T5 start: the single grant to execute an admitted continuation.
+
+    Locks the run (before reading the admission again). Only the fresh start
+    carries the suspension; a second start is resume_already_started with the
+    start receipt.
+    """
+    from ..presenters import start_receipt
+
+    found = selectors.admissions(principal).filter(pk=admission_id).values_list("run_id", flat=True).first()
+    if found is None:
+        raise NotFound(f"admission {admission_id} not found")
+    with transaction.atomic():
+        run, live, now = lock_run(principal, found)
+        require(principal, Role.ENGINE, run.scope)
+        admission = Admission.objects.get(pk=admission_id)
+        start = Start.objects.filter(admission_id=admission.id).first()
+        if start is not None:
+            raise ResumeAlreadyStarted(receipt=start_receipt(start))
+        if admission.state == AdmissionState.EXPIRED:
+            raise SuspensionExpired(f"admission {admission.id} expired before it was started")
+        if admission.state != AdmissionState.ADMITTED or live is None or live.id != admission.suspension_id:
+            raise InvalidState(f"admission {admission.id} is {admission.state} and can no longer start")
+        check_deadline(live, now)
+        Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.STARTED)
+        admission.state = AdmissionState.STARTED
+        start, started = write_start(run=run, admission=admission, suspension=live, actor=principal.name, now=now)
+        write_events(started)
+    return Claimed(run=run, admission=admission, start=start, suspension=live)
