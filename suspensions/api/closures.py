@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from .. import digests, presenters, services
 from .authentication import principal_of
 from .fields import StrictInt, StrictStr
-from .serializers import ClaimVersion, Strict
+from .serializers import ClaimVersion, ClosureReceiptOut, Strict
 from .views import ERRORS, created, validated, version_of
 
 
@@ -65,7 +65,7 @@ def closure_request(data: dict[str, Any]) -> services.ClosureRequest:
 
 
 class RunClosures(APIView):
-    @extend_schema(request=Close, responses={200: dict, 201: dict, **ERRORS})
+    @extend_schema(request=Close, responses={200: ClosureReceiptOut, 201: ClosureReceiptOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(Close, request)
         # close_run itself refuses a version naming another run than the path's.
@@ -74,7 +74,7 @@ class RunClosures(APIView):
 
 
 class RunClosure(APIView):
-    @extend_schema(responses={200: dict, **ERRORS})
+    @extend_schema(responses={200: ClosureReceiptOut, **ERRORS})
     def get(self, request: Request, pk: UUID, suspension_id: UUID) -> Response:
         receipt = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)
         return Response(presenters.closure_receipt(receipt, fresh=False))

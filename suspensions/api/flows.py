@@ -12,7 +12,7 @@ from .. import presenters, services
 from ..models import Reason
 from .authentication import principal_of
 from .fields import AnyJSON, JSONObject, StrictInt, StrictStr
-from .serializers import Strict
+from .serializers import ClaimedOut, ParkedWaitOut, Strict
 from .views import ERRORS, created, validated
 
 
@@ -56,7 +56,7 @@ class DispatchResumeIn(Strict):
 
 
 class ParkFlowWait(APIView):
-    @extend_schema(request=ParkFlowWaitIn, responses={201: dict, **ERRORS})
+    @extend_schema(request=ParkFlowWaitIn, responses={201: ParkedWaitOut, **ERRORS})
     def post(self, request: Request) -> Response:
         data = validated(ParkFlowWaitIn, request)
         parked = services.park_flow_wait(
@@ -71,7 +71,7 @@ class ParkFlowWait(APIView):
 
 
 class DispatchResume(APIView):
-    @extend_schema(request=DispatchResumeIn, responses={200: dict, 201: dict, **ERRORS})
+    @extend_schema(request=DispatchResumeIn, responses={200: ClaimedOut, 201: ClaimedOut, **ERRORS})
     def post(self, request: Request) -> Response:
         data = validated(DispatchResumeIn, request)
         claimed = services.resume_flow_wait(principal=principal_of(request), **data)

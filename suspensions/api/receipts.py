@@ -10,11 +10,12 @@ from rest_framework.views import APIView
 from .. import presenters, selectors
 from ..exceptions import NotFound
 from .authentication import principal_of
+from .serializers import ExpiryReceiptOut
 from .views import ERRORS
 
 
 class RunExpiry(APIView):
-    @extend_schema(responses={200: dict, **ERRORS})
+    @extend_schema(responses={200: ExpiryReceiptOut, **ERRORS})
     def get(self, request: Request, pk: UUID, suspension_id: UUID) -> Response:
         receipt = selectors.expiries(principal_of(request)).filter(run_id=pk, suspension_id=suspension_id).first()
         if receipt is None:

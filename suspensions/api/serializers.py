@@ -308,3 +308,75 @@ class DeniedOut(serializers.Serializer):
     run_revision = serializers.IntegerField()
     reason = serializers.CharField()
     fresh = serializers.BooleanField()
+
+
+class ExpiryReceiptOut(serializers.Serializer):
+    """Proof that a pause, or an admitted continuation, expired before execution started (T9)."""
+
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    scope = serializers.CharField()
+    request_digest = serializers.CharField(help_text="The admission's request digest; empty if nothing was admitted.")
+    run_revision = serializers.IntegerField()
+    expired_at = serializers.DateTimeField()
+    event_id = serializers.IntegerField(allow_null=True)
+    digest = serializers.CharField()
+    valid = serializers.BooleanField(help_text="The digest recomputed from what is stored matches.")
+
+
+class ClosureReceiptOut(serializers.Serializer):
+    """Proof that an uncertain start was closed as incomplete by an operator (T10)."""
+
+    id = serializers.UUIDField()
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    scope = serializers.CharField()
+    request = serializers.DictField(help_text="The closure request as retained, with scope and actor.")
+    request_digest = serializers.CharField()
+    run_revision = serializers.IntegerField()
+    event_id = serializers.IntegerField(allow_null=True)
+    actor = serializers.CharField()
+    closed_at = serializers.DateTimeField()
+    digest = serializers.CharField()
+    valid = serializers.BooleanField()
+    fresh = serializers.BooleanField()
+
+
+class ParkedWaitOut(serializers.Serializer):
+    """A parked flow wait: embed `correlation_id` in the dispatch; the bus resumes with it."""
+
+    correlation_id = serializers.CharField()
+    store_key = serializers.CharField()
+    user_id = serializers.CharField()
+    scope = serializers.CharField()
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    run_revision = serializers.IntegerField()
+    reason = serializers.CharField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
+class AskedCallOut(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    arguments = serializers.CharField(help_text="The arguments as the model wrote them: a string holding JSON.")
+
+
+class ApprovalOut(serializers.Serializer):
+    """One approval, pending or decided, with what was asked."""
+
+    suspension_id = serializers.UUIDField()
+    run_id = serializers.UUIDField()
+    scope = serializers.CharField()
+    agent_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pending", "approved", "denied", "expired", "cancelled"])
+    calls = AskedCallOut(many=True, help_text="The tool calls that were asked, kept after the pause is gone.")
+    requested_by = serializers.CharField(help_text="The principal that stored the pause.")
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    decided_by = serializers.CharField(help_text="Empty while pending and when nobody answered.")
+    note = serializers.CharField(help_text="The approver's note, or the reason of a denial.")
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    admission_id = serializers.UUIDField(allow_null=True, help_text="The admission an approval created.")
+    run_state = serializers.CharField(allow_null=True)
+    version = VersionOut(allow_null=True, help_text="The claim version to decide with; null once decided.")

@@ -15,7 +15,18 @@ from .. import digests, scopes
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState, VersionConflict
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
-from .claims import FAR_FUTURE, bounded_input, check_deadline, db_now, event, lock_run, move, require, resolve_approval
+from .claims import (
+    FAR_FUTURE,
+    bounded_input,
+    check_deadline,
+    db_now,
+    event,
+    lock_run,
+    move,
+    require,
+    resolve_approval,
+    write_events,
+)
 
 
 def register_run(*, principal: Principal, agent_id: str, scope: str | None = None, session_id: str = "") -> Run:
@@ -33,7 +44,7 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
         run = Run(agent_id=agent_id, session_id=session_id, created_at=now, updated_at=now)
         run.stamp_scope(scope)
         run.save(force_insert=True)
-        event(run, "registered", principal.name, now, agent_id=agent_id).save(force_insert=True)
+        write_events(event(run, "registered", principal.name, now, agent_id=agent_id))
     return run
 
 
@@ -85,7 +96,7 @@ def suspend_run(
         # A new pause ends the execution the previous start granted.
         Admission.objects.filter(run_id=run.id, state=AdmissionState.STARTED).update(state=AdmissionState.DONE)
         move(run, RunState.PAUSED, now, last_reason=reason)
-        event(
+        suspended = event(
             run,
             "suspended",
             principal.name,
@@ -93,7 +104,8 @@ def suspend_run(
             suspension_id=str(suspension.id),
             reason=reason,
             expires_at=digests.rfc3339(expires_at),
-        ).save(force_insert=True)
+        )
+        write_events(suspended)
     suspension.run = run
     return suspension
 
@@ -133,7 +145,7 @@ def _finish(principal: Principal, run_id: UUID | str, revision: int, state: str,
             state=final
         )
         move(run, state, now, error=error)
-        event(run, kind, principal.name, now, **({"error": error} if error else {})).save(force_insert=True)
+        write_events(event(run, kind, principal.name, now, **({"error": error} if error else {})))
     return run
 
 

@@ -1,0 +1,80 @@
+"""Each wire shape is rendered once (suspensions/presenters.py) and documented once (api/serializers.py).
+
+The two must name the same fields: every key the presenter writes is
+documented, and every field the schema calls required is written.
+"""
+
+from typing import Any
+
+import pytest
+
+from suspensions import presenters
+from suspensions.api import serializers as s
+from suspensions.models import Admission, Approval, ClosureReceipt, ExpiryReceipt, Start, Suspension
+from tests.helpers import pause, post, resume, version
+
+
+def keys_match(body: dict[str, Any], serializer: Any) -> None:
+    fields = serializer().fields
+    required = {name for name, field in fields.items() if field.required}
+    assert set(body) <= set(fields), set(body) - set(fields)
+    assert required <= set(body), required - set(body)
+
+
+def test_a_one_shot_resume_answers_the_documented_claim_shape(engine):
+    body = resume(engine, pause(engine)).json()
+    keys_match(body, s.ClaimedOut)
+    keys_match(body["admission"], s.AdmissionReceiptOut)
+    keys_match(body["start"], s.StartReceiptOut)
+    keys_match(body["suspension"], s.SuspensionOut)
+    keys_match(presenters.admission_row(Admission.objects.get()), s.AdmissionReceiptOut)
+    keys_match(presenters.start_receipt(Start.objects.get()), s.StartReceiptOut)
+
+
+def test_a_pause_and_its_list_row_answer_the_documented_shapes(engine):
+    pause(engine)
+    susp = Suspension.objects.select_related("run").get()
+    keys_match(presenters.suspension_detail(susp), s.SuspensionOut)
+    keys_match(presenters.suspension_summary(susp), s.SuspensionSummaryOut)
+
+
+def test_an_approval_and_a_denial_answer_the_documented_shapes(engine, token):
+    from tests.helpers import client
+
+    approver = client(token("acme", ["approver"], "approver"))
+    susp = pause(engine, reason="approval")
+    keys_match(approver.get(f"/api/v1/approvals/{susp['id']}").json(), s.ApprovalOut)
+    denied = post(
+        approver,
+        f"/api/v1/approvals/{susp['id']}/decide",
+        {"version": version(susp), "decision": "deny", "reason": "no"},
+    )
+    keys_match(denied.json(), s.DeniedOut)
+    assert Approval.objects.get().status == "denied"
+
+
+@pytest.mark.parametrize(
+    "presenter, serializer", [("expiry_receipt", s.ExpiryReceiptOut), ("closure_receipt", s.ClosureReceiptOut)]
+)
+def test_the_receipts_answer_the_documented_shapes(presenter, serializer):
+    import json
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    common = {"run_id": "00000000-0000-7000-8000-000000000001", "suspension_id": "00000000-0000-7000-8000-000000000002"}
+    if presenter == "expiry_receipt":
+        row: Any = ExpiryReceipt(**common, scope="acme", request_digest="", run_revision=3, expired_at=now, digest="d")
+        body = presenters.expiry_receipt(row)
+    else:
+        row = ClosureReceipt(
+            **common,
+            scope="acme",
+            request=json.dumps({"a": 1}),
+            request_digest="r",
+            run_revision=4,
+            actor="token:op",
+            digest="d",
+            closed_at=now,
+        )
+        body = presenters.closure_receipt(row, fresh=True)
+    keys_match(body, serializer)
