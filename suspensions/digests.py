@@ -118,3 +118,13 @@ def closure_digest(receipt: Any) -> str:
             "closed_at": rfc3339(receipt.closed_at),
         }
     )
+
+
+def utc_or_none(moment: datetime) -> datetime | None:
+    """`moment` in UTC, or None when it has no offset or falls outside years 1-9999 there (DESIGN §16)."""
+    if moment.utcoffset() is None:
+        return None
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        return None

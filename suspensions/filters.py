@@ -4,11 +4,26 @@ from datetime import timedelta
 from typing import Any
 
 import django_filters as filters
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import scopes
+from . import digests, scopes
 from .models import Admission, AdmissionState, Reason, Run, RunState, Suspension
+
+
+class UtcDateTimeField(filters.fields.IsoDateTimeField):
+    """An ISO 8601 time that exists in UTC: 0001-01-01T00:00:00+01:00 is a 400, not an empty page."""
+
+    def to_python(self, value: Any) -> Any:
+        moment = super().to_python(value)
+        if moment is not None and digests.utc_or_none(moment) is None:
+            raise ValidationError("The time falls outside years 1 to 9999 in UTC.", code="invalid")
+        return moment
+
+
+class UtcDateTimeFilter(filters.IsoDateTimeFilter):
+    field_class = UtcDateTimeField
 
 
 def filter_scope(queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
@@ -23,10 +38,10 @@ class RunFilter(filters.FilterSet):
     agent_id = filters.CharFilter()
     reason = filters.ChoiceFilter(field_name="last_reason", choices=Reason.choices)
     scope = filters.CharFilter(method=filter_scope)
-    created_after = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
-    updated_after = filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="gte")
-    updated_before = filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="lt")
+    created_after = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    updated_after = UtcDateTimeFilter(field_name="updated_at", lookup_expr="gte")
+    updated_before = UtcDateTimeFilter(field_name="updated_at", lookup_expr="lt")
 
     class Meta:
         model = Run
@@ -38,10 +53,10 @@ class SuspensionFilter(filters.FilterSet):
     agent_id = filters.CharFilter(field_name="run__agent_id")
     tool = filters.CharFilter(method="filter_tool", label="Pending tool name")
     scope = filters.CharFilter(method=filter_scope)
-    expires_before = filters.IsoDateTimeFilter(field_name="expires_at", lookup_expr="lt")
-    expires_after = filters.IsoDateTimeFilter(field_name="expires_at", lookup_expr="gte")
-    created_after = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    expires_before = UtcDateTimeFilter(field_name="expires_at", lookup_expr="lt")
+    expires_after = UtcDateTimeFilter(field_name="expires_at", lookup_expr="gte")
+    created_after = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt")
     reply_with = filters.CharFilter()
     expiring_within = filters.NumberFilter(method="filter_expiring_within", label="Expiring within N seconds")
     older_than = filters.NumberFilter(method="filter_older_than", label="Paused at least N seconds ago")

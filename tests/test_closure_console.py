@@ -97,8 +97,9 @@ def test_an_operator_closes_from_the_console_and_lands_on_the_receipt():
         ({"run_revision": "1"}, 409, "The run moved on"),
         ({"observed_at": "+1h", "expires_at": "+2h"}, 400, 'id="error-observed_at"'),
         ({"proof_digest": "not-a-digest"}, 400, 'id="error-proof_digest"'),
+        ({"observed_at": "0001-01-01T00:00:00+01:00"}, 400, 'id="error-observed_at"'),
     ],
-    ids=["stale-revision", "proof-not-yet-valid", "malformed-digest"],
+    ids=["stale-revision", "proof-not-yet-valid", "malformed-digest", "before-year-one-in-utc"],
 )
 def test_a_refused_closure_is_a_message_on_the_form_and_writes_nothing(fields, status, message):
     claimed = started()

@@ -175,3 +175,10 @@ def test_an_approval_flow_wait_shows_no_decide_form_in_the_console(engine, clien
     page = client.get(f"/console/approvals/{parked.json()['suspension_id']}/").content.decode()
     assert "answered through the flow" in page
     assert 'id="approve-form"' not in page and 'id="deny-form"' not in page
+
+
+@pytest.mark.parametrize("param", ["created_after", "updated_before"])
+def test_a_list_filter_time_out_of_range_in_utc_is_a_bad_request(engine, param):
+    pause(engine)
+    body = refused(lambda: engine.get("/api/v1/runs", {param: "0001-01-01T00:00:00+01:00"}), 400, "invalid_request")
+    assert param in body["errors"]

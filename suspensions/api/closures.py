@@ -1,6 +1,6 @@
 """T10 over HTTP: an operator closes an uncertain start; anyone in scope reads the receipt."""
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -28,11 +28,11 @@ class AwareDateTime(serializers.DateTimeField):
             parsed = None
         if parsed is None or parsed.tzinfo is None:
             raise serializers.ValidationError("Give an RFC 3339 time with its offset, e.g. 2026-01-01T12:00:00Z.")
-        try:
-            return parsed.astimezone(UTC)
-        except OverflowError:
+        moment = digests.utc_or_none(parsed)
+        if moment is None:
             # 0001-01-01T00:00:00+01:00 is a valid RFC 3339 time whose UTC instant falls before year 1.
-            raise serializers.ValidationError("The time falls outside years 1 to 9999 in UTC.") from None
+            raise serializers.ValidationError("The time falls outside years 1 to 9999 in UTC.")
+        return moment
 
 
 def digest_field() -> StrictStr:

@@ -48,7 +48,10 @@ class ProofTimeField(forms.CharField):
             parsed = None
         if parsed is None:
             raise forms.ValidationError("Not a time: " + TIME_HELP)
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+        moment = digests.utc_or_none(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+        if moment is None:
+            raise forms.ValidationError("The time falls outside years 1 to 9999 in UTC.")
+        return moment
 
 
 class ClosureForm(forms.Form):

@@ -24,7 +24,7 @@ Refusal order, and why:
 """
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
 
 from django.db import connection, transaction
@@ -115,20 +115,10 @@ def _uncertain_start(principal: Principal, run: Run, request: ClosureRequest) ->
     return latest
 
 
-def _in_utc_range(moment: datetime) -> bool:
-    if moment.utcoffset() is None:
-        return False
-    try:
-        moment.astimezone(UTC)
-    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
-        return False
-    return True
-
-
 def _check_times(request: ClosureRequest) -> None:
     """Any date out of range is a 400 (DESIGN §16), whichever door built the request."""
     for name in ("observed_at", "expires_at"):
-        if not _in_utc_range(getattr(request, name)):
+        if not digests.utc_or_none(getattr(request, name)):
             raise InvalidRequest(
                 f"{name} is not a time this service can hold",
                 errors={name: ["Give a time with its offset, within years 1 to 9999 in UTC."]},
