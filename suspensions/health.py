@@ -1,9 +1,26 @@
 """Liveness and readiness probes."""
 
+import threading
+import time
+
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.http import HttpRequest, JsonResponse
 from kombu import Connection
+
+from .observability import heartbeat
+
+# A broker that is down costs a connect timeout; probes come every few seconds
+# from several balancers, so one check per process serves them all for this long.
+BROKER_CHECK_SECONDS = 5.0
+# A sweep is due every SWEEP_INTERVAL_SECONDS; this many missed in a row means the beat or the workers are gone.
+MISSED_SWEEPS = 3
+# The grace after a first deploy (no sweep ever succeeded) runs from this process's start,
+# as near as the URLconf's first import (the first request) can tell it.
+STARTED = time.monotonic()
+
+_broker_lock = threading.Lock()
+_broker_seen: tuple[str, float, str] | None = None  # (broker URL, checked at, result)
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -11,23 +28,74 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 def readyz(request: HttpRequest) -> JsonResponse:
-    checks: dict[str, str] = {}
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        checks["database"] = "ok"
-    except Exception as exc:  # noqa: BLE001 - any failure means not ready
-        checks["database"] = f"down: {exc.__class__.__name__}"
-    try:
-        with Connection(
-            settings.CELERY_BROKER_URL, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS, connect_timeout=2
-        ) as broker:
-            broker.ensure_connection(max_retries=1)
-        checks["broker"] = "ok"
-    except Exception as exc:  # noqa: BLE001
-        checks["broker"] = f"down: {exc.__class__.__name__}"
-    ready = all(v == "ok" for v in checks.values())
+    checks = {"database": database_status(), "broker": broker_status()}
+    checks["sweep"], sweep_ready = sweep_status() if checks["database"] == "ok" else ("unknown", True)
+    ready = checks["database"] == "ok" and checks["broker"] == "ok" and sweep_ready
     response = JsonResponse({"status": "ready" if ready else "unavailable", **checks}, status=200 if ready else 503)
     if not ready:
         response["Retry-After"] = "5"
     return response
+
+
+def database_status() -> str:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return "ok"
+    except Exception as exc:  # noqa: BLE001 - any failure means not ready
+        return f"down: {exc.__class__.__name__}"
+
+
+def broker_status() -> str:
+    """The broker check, at most once per BROKER_CHECK_SECONDS per process.
+
+    While one thread checks, the others answer the previous result at once
+    rather than queue behind a connect timeout; only the very first check of
+    a URL makes them wait.
+    """
+    global _broker_seen
+    url = settings.CELERY_BROKER_URL
+    seen = _broker_seen
+    if seen is not None and seen[0] == url and time.monotonic() - seen[1] < BROKER_CHECK_SECONDS:
+        return seen[2]
+    if not _broker_lock.acquire(blocking=seen is None or seen[0] != url):
+        assert seen is not None
+        return seen[2]
+    try:
+        seen = _broker_seen
+        if seen is not None and seen[0] == url and time.monotonic() - seen[1] < BROKER_CHECK_SECONDS:
+            return seen[2]
+        result = _check_broker(url)
+        _broker_seen = (url, time.monotonic(), result)
+        return result
+    finally:
+        _broker_lock.release()
+
+
+def _check_broker(url: str) -> str:
+    try:
+        with Connection(url, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS, connect_timeout=2) as broker:
+            broker.ensure_connection(max_retries=1)
+        return "ok"
+    except Exception as exc:  # noqa: BLE001
+        return f"down: {exc.__class__.__name__}"
+
+
+def sweep_status() -> tuple[str, bool]:
+    """(what /readyz shows, whether it is ready): stale past MISSED_SWEEPS intervals without a success.
+
+    No sweep ever (a first deploy) reads "never" and stays ready for the same
+    MISSED_SWEEPS intervals after this process started, long enough for the
+    beat's first sweep.
+    """
+    allowed = MISSED_SWEEPS * settings.SWEEP_INTERVAL_SECONDS
+    try:
+        found = heartbeat.last_success()
+    except DatabaseError as exc:
+        return f"down: {exc.__class__.__name__}", False
+    if found is None:
+        return "never", time.monotonic() - STARTED < allowed
+    age = (found[1] - found[0]).total_seconds()
+    if age > allowed:
+        return f"stale: last success {int(age)} s ago", False
+    return "ok", True

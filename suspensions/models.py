@@ -335,3 +335,20 @@ class FlowWait(Scoped):
 
     def __str__(self) -> str:
         return f"flow wait {self.store_key}"
+
+
+class SweepHeartbeat(models.Model):
+    """The last successful sweep: one row (id 1), written by the sweep task, read by /readyz and /metrics.
+
+    A database row because every web process must see what a worker on
+    another machine did, and it outlives restarts of either.
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    last_success_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(id=1), name="sweep_heartbeat_one_row")]
+
+    def __str__(self) -> str:
+        return f"last sweep {self.last_success_at:%Y-%m-%dT%H:%M:%SZ}"

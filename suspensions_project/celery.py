@@ -4,6 +4,9 @@ import os
 
 from celery import Celery
 
+# Connects the JSON logging of workers and beat, and carries a request's id into the tasks it enqueues.
+from suspensions.observability import celery_signals  # noqa: F401
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "suspensions_project.settings")
 
 app = Celery("suspensions")

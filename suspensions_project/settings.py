@@ -1,5 +1,6 @@
 """One env-driven settings file (12-factor). See .env.example for every variable."""
 
+import re
 from pathlib import Path
 
 import environ
@@ -10,6 +11,18 @@ VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def env_int(name: str, default: int, minimum: int) -> int:
+    """An integer setting, refused at start when it cannot work rather than failing every request later."""
+    try:
+        value = env.int(name, default=default)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {env.str(name)!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
@@ -35,12 +48,16 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost, so every answer (refusals included) leaves with it; it reads no body.
+    # Outermost: every answer (refusals included) carries X-Request-ID, is timed and logged; it reads no body.
+    "suspensions.observability.middleware.RequestObservabilityMiddleware",
+    # Next, so every answer (refusals included) leaves with it; it reads no body.
     "suspensions.middleware.NoStoreMiddleware",
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Serves /static/ from STATIC_ROOT (collectstatic) in the web process itself, before sessions or auth.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -79,11 +96,17 @@ else:
     # Sized for the web threads and the race tests (16 racers plus the test's own
     # connection): the pool default of 4 would make racers queue on the pool
     # instead of racing on the row.
+    # psycopg_pool refuses these only when the first request opens the pool: every
+    # database request would then be a 500. Refuse them at start instead.
+    _pool_min = env_int("DB_POOL_MIN", default=2, minimum=0)
+    _pool_max = env_int("DB_POOL_MAX", default=40, minimum=1)
+    if _pool_max < _pool_min:
+        raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
     DATABASES["default"]["OPTIONS"] = {
         "pool": {
-            "min_size": env.int("DB_POOL_MIN", default=2),
-            "max_size": env.int("DB_POOL_MAX", default=40),
-            "timeout": env.int("DB_POOL_TIMEOUT", default=10),
+            "min_size": _pool_min,
+            "max_size": _pool_max,
+            "timeout": env_int("DB_POOL_TIMEOUT", default=10, minimum=1),
         },
     }
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -108,11 +131,14 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 
 # Per token, e.g. "100/min" (s, min, hour, day); empty: no throttle.
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="") or None
+# DRF parses the rate on every throttled request: a bad one would make every API call a 500.
+if API_THROTTLE_RATE and not re.fullmatch(r"[1-9][0-9]*/[smhd][a-z]*", API_THROTTLE_RATE):
+    raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 100/min (s, min, hour, day): {API_THROTTLE_RATE!r}")
 
-SUSPENSION_TTL_SECONDS = env.int("SUSPENSION_TTL_SECONDS", default=86400)
-SWEEP_INTERVAL_SECONDS = env.int("SWEEP_INTERVAL_SECONDS", default=60)
-SWEEP_BATCH_SIZE = env.int("SWEEP_BATCH_SIZE", default=1000)
-SWEEP_TIME_LIMIT_SECONDS = env.int("SWEEP_TIME_LIMIT_SECONDS", default=300)
+SUSPENSION_TTL_SECONDS = env_int("SUSPENSION_TTL_SECONDS", default=86400, minimum=0)
+SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", default=60, minimum=1)
+SWEEP_BATCH_SIZE = env_int("SWEEP_BATCH_SIZE", default=1000, minimum=1)
+SWEEP_TIME_LIMIT_SECONDS = env_int("SWEEP_TIME_LIMIT_SECONDS", default=300, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "sweep-expired": {
         "task": "suspensions.tasks.sweep_expired",
@@ -146,7 +172,18 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
+# `manage.py collectstatic` fills it; WhiteNoise serves it. With DEBUG off the names are
+# hashed and compressed (cached for a year by browsers), so collectstatic must run before
+# the web process starts: a template naming a file missing from the manifest is an error.
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(VAR_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -156,8 +193,9 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # TLS, all off by default (a laptop serves plain HTTP); the README lists the production values.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
 # Load balancers probe over plain HTTP; a redirect would read as "down".
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
-SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+# /metrics too: a scraper that followed a redirect would already have sent its token in clear.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", default=0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
 # "HTTP_X_FORWARDED_PROTO,https": only behind a proxy that sets that header itself
@@ -202,9 +240,23 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
+# DESIGN §17: one JSON object per line on stderr, each with the request id,
+# principal and run id of the request or task that wrote it. Django's own
+# loggers lose their text handlers and go through the same one.
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
+    "filters": {"context": {"()": "suspensions.observability.logs.ContextFilter"}},
+    "formatters": {"json": {"()": "suspensions.observability.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["context"]}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
+        # runserver's request lines: the access line of suspensions.requests says the same, with the request id.
+        "django.server": {"handlers": [], "level": "WARNING", "propagate": True},
+    },
 }
+
+# GET /metrics wants `Authorization: Bearer <METRICS_TOKEN>` when set; open when empty (DESIGN §17).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")

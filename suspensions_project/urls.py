@@ -5,8 +5,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from suspensions import health
 from suspensions.api.errors import unknown_api_path
+from suspensions.observability import views as observability_views
 
 handler404 = "suspensions.api.errors.not_found"
+handler500 = "suspensions.api.errors.server_error"
 
 urlpatterns = [
     path("api/v1/", include("suspensions.api.urls")),
@@ -17,6 +19,7 @@ urlpatterns = [
     re_path(r"^api/", unknown_api_path),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", observability_views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("console/", include("suspensions.console.urls")),
     path("", RedirectView.as_view(pattern_name="console:dashboard", permanent=False)),

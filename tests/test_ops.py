@@ -16,6 +16,7 @@ from suspensions.api.errors import as_service_error, problem_exception_handler
 from suspensions.exceptions import Unavailable
 from suspensions.middleware import DatabaseUnavailableMiddleware
 from suspensions.models import Reason, Run, RunState, Suspension
+from suspensions.observability import heartbeat
 from suspensions.principals import Principal
 from tests.helpers import call, client, continuation
 
@@ -125,9 +126,10 @@ def test_healthz_answers_without_a_token(db):
 def test_readyz_reaches_postgresql_and_the_broker(db):
     assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
     assert settings.CELERY_BROKER_URL.startswith(("redis://", "amqp://"))
+    heartbeat.beat()
     response = APIClient().get("/readyz")
     assert response.status_code == 200, response.content
-    assert response.json() == {"status": "ready", "database": "ok", "broker": "ok"}
+    assert response.json() == {"status": "ready", "database": "ok", "broker": "ok", "sweep": "ok"}
 
 
 def test_readyz_is_unavailable_when_the_broker_is_not_reachable(db, settings):

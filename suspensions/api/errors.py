@@ -26,8 +26,8 @@ from ..problems import (  # noqa: F401 (re-exported for the API)
     BEARER_CHALLENGE,
     PROBLEM,
     RETRY_AFTER_SECONDS,
-    problem_headers,
     problem_body,
+    problem_headers,
     problem_json_response,
 )
 

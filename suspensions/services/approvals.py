@@ -14,6 +14,7 @@ from .. import digests
 from ..exceptions import InvalidRequest, NotSuspended
 from ..models import Admission, AdmissionSource, Approval, ApprovalStatus, Role, RunState, Suspension
 from ..models import Run as RunModel
+from ..observability import metrics
 from ..principals import Principal
 from .claims import (
     Claimed,
@@ -57,6 +58,7 @@ def _check_version(suspension_id: UUID | str, version: Version) -> None:
         )
 
 
+@metrics.counted_claim("approval")
 def approve(*, principal: Principal, suspension_id: UUID | str, version: Version, note: str = "") -> Claimed:
     """T4 by an approver: the decision is the admitted input; the run waits in the engines' work list.
 
@@ -88,6 +90,7 @@ def approve(*, principal: Principal, suspension_id: UUID | str, version: Version
     return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
 
 
+@metrics.counted_claim("deny")
 def deny_approval(*, principal: Principal, suspension_id: UUID | str, version: Version, reason: str) -> Denied:
     """T6 deny: the run fails with `rejected: <reason>`, the pause is deleted, the approval resolved.
 

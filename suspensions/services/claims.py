@@ -53,6 +53,7 @@ from ..models import (
     Start,
     Suspension,
 )
+from ..observability import logs, metrics
 from ..principals import Principal
 
 FAR_FUTURE = datetime(9999, 12, 31, tzinfo=digests.UTC)
@@ -139,7 +140,14 @@ def event(run: Run, kind: str, actor: str, at: datetime, **data: Any) -> Event:
 
 
 def write_events(*rows: Event) -> None:
-    """The one writer of events: one INSERT for one row, one bulk INSERT for several."""
+    """The one writer of events: one INSERT for one row, one bulk INSERT for several.
+
+    Each row is also one transition for the metrics (counted on commit) and
+    one INFO log line, so nothing else needs to announce it.
+    """
+    for row in rows:
+        metrics.transition(row.kind)
+        logs.transition(row)
     if len(rows) == 1:
         rows[0].save(force_insert=True)
     else:

@@ -38,6 +38,7 @@ from .. import correlation, digests, scopes
 from ..correlation import Correlation
 from ..exceptions import AlreadySuspended, BadToken, InvalidRequest, NotFound, WrongGate
 from ..models import AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
+from ..observability import metrics
 from ..principals import Principal
 from .claims import Claimed, Version, bounded_input, claim, require, resolve_approval, write_events
 from .runs import register_run, suspend_run
@@ -229,6 +230,7 @@ def _gate(scope: str, parsed: Correlation, token: str | None) -> FlowWait:
     return wait
 
 
+@metrics.counted_claim("dispatch")
 def resume_flow_wait(
     *,
     principal: Principal,

@@ -9,6 +9,7 @@ from django.db import transaction
 from .. import selectors
 from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch, ResumeAlreadyStarted, SuspensionExpired
 from ..models import Admission, AdmissionSource, AdmissionState, Role, Start, Suspension
+from ..observability import metrics
 from ..principals import Principal
 from .claims import Claimed, Version, bounded_input, check_deadline, claim, lock_run, require, write_events, write_start
 
@@ -28,6 +29,7 @@ def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) 
     return [by_id[call_id] for call_id in expected]
 
 
+@metrics.counted_claim("one_shot")
 def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, results: list[dict[str, Any]]) -> Claimed:
     """T3 one-shot resume of an `external_tool` pause: T4 admit and T5 start in one transaction.
 
@@ -64,6 +66,7 @@ def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, re
     return Claimed(run=c.run, admission=c.admission, start=start, suspension=c.live, results=ordered)
 
 
+@metrics.counted_claim("agent_reply")
 def admit_reply(
     *,
     principal: Principal,
@@ -101,6 +104,7 @@ def admit_reply(
     return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
 
 
+@metrics.counted_claim("start")
 def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claimed:
     """T5 start: the single grant to execute an admitted continuation.
 

@@ -44,6 +44,7 @@ from ..models import (
     RunState,
     Suspension,
 )
+from ..observability import logs, metrics
 from .claims import db_now
 
 log = logging.getLogger(__name__)
@@ -355,6 +356,23 @@ def _write_or_split(rows: list[Due], now: datetime) -> tuple[list[Due], list[Due
     return written, failed
 
 
+def _announce(written: list[Due]) -> None:
+    """The batch's transitions for the metrics (on commit) and the logs, one line a row, as write_events does."""
+    metrics.transition("expired", sum(r.kind != ORPHAN for r in written))
+    metrics.transition("pause_dropped", sum(r.kind == ORPHAN for r in written))
+    for r in written:
+        expired = r.kind != ORPHAN
+        logs.transition(
+            logs.Transition(
+                kind="expired" if expired else "pause_dropped",
+                run_id=r.run_id,
+                revision=r.revision + expired,
+                actor=SWEEPER,
+                scope=r.scope,
+            )
+        )
+
+
 def expire_batch(*, limit: int, now: datetime | None = None, exclude: Iterable[UUID] = ()) -> BatchResult:
     """T9 expire one batch: up to `limit` due pauses across all scopes, one transaction.
 
@@ -368,6 +386,7 @@ def expire_batch(*, limit: int, now: datetime | None = None, exclude: Iterable[U
         runs = _lock_due_runs(now, limit, exclude)
         due, left = _due_rows(runs, now) if runs else ([], [])
         written, failed = _write_or_split(due, now) if due else ([], [])
+        _announce(written)
     result = BatchResult(locked=len(runs), skipped=left + [r.run_id for r in failed], failed=len(failed))
     result.expired = sum(1 for r in written if r.kind != ORPHAN)
     result.receipts = sum(1 for r in written if r.kind == ADMITTED)

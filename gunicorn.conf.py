@@ -1,0 +1,45 @@
+"""gunicorn for the web process: `gunicorn -c gunicorn.conf.py suspensions_project.wsgi`.
+
+Every value comes from the environment with a default that suits one
+machine behind a proxy (README, "Running in production").
+"""
+
+import os
+
+
+def _count(name: str, default: int) -> int:
+    raw = os.environ.get(name, "") or str(default)
+    if not raw.isdigit() or int(raw) < 1:
+        raise SystemExit(f"{name} must be a whole number of at least 1, got {raw!r}")
+    return int(raw)
+
+
+# host:port, or several separated by commas; 0.0.0.0:8000 when the proxy is on another machine.
+bind = [address.strip() for address in os.environ.get("GUNICORN_BIND", "127.0.0.1:8000").split(",")]
+
+# Threads share a process and its database pool: keep DB_POOL_MAX at or above GUNICORN_THREADS.
+worker_class = "gthread"
+workers = _count("GUNICORN_WORKERS", 4)
+threads = _count("GUNICORN_THREADS", 8)
+
+# A request still running after this is killed with its worker (the claim's transaction rolls back).
+timeout = _count("GUNICORN_TIMEOUT", 30)
+graceful_timeout = _count("GUNICORN_GRACEFUL_TIMEOUT", 30)
+keepalive = 5
+
+# The addresses whose X-Forwarded-* headers gunicorn trusts (the proxy's); "*" trusts every client.
+forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+# The application logs one JSON access line per request with its request id
+# (suspensions/observability): gunicorn's own access log would only repeat it.
+accesslog = None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+
+
+def child_exit(server: object, worker: object) -> None:
+    """A dead worker's live gauges leave the aggregated /metrics (prometheus-client multiprocess mode)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
