@@ -1,33 +1,68 @@
 # Two commands do all the set-up: `make run` and `make test` (see README.md).
 SHELL := /bin/bash
 PY := .venv/bin/python
-VENV_STAMP := .venv/.installed
+PORT ?= 8000
+# requirements.txt (runtime) and requirements-dev.txt (tests, tooling) are locks with hashes,
+# generated from requirements*.in by `make lock`. `make run` installs the runtime set only.
+RUNTIME_STAMP := .venv/.installed-runtime
+VENV_STAMP := .venv/.installed-dev
+PIP_INSTALL := $(PY) -m pip install --quiet --require-hashes
 
 TEST_ENV := DJANGO_SECRET_KEY=test-only-secret DJANGO_DEBUG=0 \
 	DATABASE_URL=$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/suspensions} \
 	CELERY_BROKER_URL=$${TEST_BROKER_URL:-redis://127.0.0.1:6379/15} \
 	DJANGO_ALLOW_ASYNC_UNSAFE=true
-RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1}
+# Web and worker write their metrics to one directory so /metrics sums both (DESIGN §17);
+# `make run` empties it before either starts: the previous run's processes are gone.
+RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/var/prometheus
 
-.PHONY: install run test lint services browser bench clean
+.PHONY: install install-runtime lock run check test lint services browser bench clean
 
+# Everything: the runtime set and the development/test set (test, lint, bench).
 install: $(VENV_STAMP)
 
-$(VENV_STAMP): requirements.txt
+install-runtime: $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	touch $(VENV_STAMP)
+	$(PIP_INSTALL) -r requirements.txt
+	touch $(RUNTIME_STAMP)
 
-run: install
+$(VENV_STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PIP_INSTALL) -r requirements.txt -r requirements-dev.txt
+	touch $(VENV_STAMP) $(RUNTIME_STAMP)
+
+# Re-lock after editing requirements*.in (LOCK_ARGS=--upgrade moves every pin to the newest
+# release that resolves). The compiler lives in a throwaway venv, never in .venv.
+lock:
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && python3 -m venv "$$tmp" && \
+	"$$tmp/bin/pip" install --quiet uv==0.13.9 && \
+	for set in requirements requirements-dev; do \
+		"$$tmp/bin/uv" pip compile --quiet --generate-hashes --python-version 3.11 \
+			--custom-compile-command "make lock" $(LOCK_ARGS) $$set.in -o $$set.txt || exit 1; \
+	done
+
+# The local settings the README's manage.py commands read (gitignored, never overwritten):
+# DEBUG on and a secret of this checkout's own. Production sets its environment instead.
+.env:
+	umask 077; { echo '# Written by make run for this checkout only; production sets its own environment.'; \
+		echo 'DJANGO_DEBUG=1'; \
+		echo "DJANGO_SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; } > .env
+
+# One Ctrl-C stops all three: bin/supervise.py sends each one SIGTERM and waits for it.
+run: install-runtime .env
 	mkdir -p var/broker var/broker-processed
+	rm -rf var/prometheus && mkdir -p var/prometheus
 	$(RUN_ENV) $(PY) manage.py migrate --noinput
 	$(RUN_ENV) $(PY) manage.py seed_demo
-	@echo "Serving on http://127.0.0.1:8000/ (console /console/, API docs /api/docs/, admin /admin/). Ctrl-C stops all."
-	trap 'kill 0' EXIT INT TERM; \
-	$(RUN_ENV) .venv/bin/celery -A suspensions_project worker --beat --concurrency 1 --loglevel warning \
-		--schedule var/celerybeat-schedule & \
-	$(RUN_ENV) $(PY) manage.py runserver 127.0.0.1:8000 --noreload
+	@echo "Serving on http://127.0.0.1:$(PORT)/ (console /console/, API docs /api/docs/, admin /admin/). Ctrl-C stops all."
+	$(RUN_ENV) $(PY) bin/supervise.py \
+		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload" \
+		worker ".venv/bin/celery -A suspensions_project worker --concurrency 1 --loglevel warning" \
+		beat ".venv/bin/celery -A suspensions_project beat --loglevel warning --schedule var/celerybeat-schedule"
 
 services:
 	bash .ci/services.sh
@@ -40,8 +75,16 @@ lint: install
 	.venv/bin/ruff format --check .
 	DJANGO_SECRET_KEY=lint .venv/bin/mypy suspensions suspensions_project
 
+# The inner loop (under two minutes): lint, formatting, types, and every test not marked slow or browser.
+check: install services
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project
+	$(TEST_ENV) $(PY) -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
+
 test: install services browser
 	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
 	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project
 	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)

@@ -94,4 +94,3 @@ def principal(name: str = "token:engine", scope: str = "acme", *roles: str) -> P
     """A principal holding `roles` (default: every role) in `scope`, without a token row."""
     granted = frozenset(roles or ("engine", "bus", "approver", "auditor", "operator"))
     return Principal(name=name, grants=((scope, granted),))
-

@@ -8,8 +8,7 @@ from django.test import Client
 
 from suspensions import digests, services
 from suspensions.models import ClosureReceipt, Membership, Run
-
-from .closure_setup import OPERATOR, closure_body, closure_request, started, written
+from tests.closure_setup import OPERATOR, closure_body, closure_request, started, written
 
 pytestmark = pytest.mark.django_db
 

@@ -7,10 +7,14 @@ from playwright.sync_api import expect
 
 from suspensions import digests, services
 from suspensions.models import ClosureReceipt, Run
-
-from .closure_setup import started
-from .helpers import member
-from .test_browser import ARTIFACTS, chromium, logged_in, site  # noqa: F401  (the console's browser fixtures)
+from tests.browser.test_browser import (  # noqa: F401  (the console's browser fixtures)
+    ARTIFACTS,
+    chromium,
+    logged_in,
+    site,
+)
+from tests.closure_setup import started
+from tests.helpers import member
 
 pytestmark = pytest.mark.browser
 

@@ -23,7 +23,7 @@ from suspensions.models import Admission, ApiToken, Run
 from suspensions.tokens import create_token
 from tests.helpers import client, member, pause, post, problem, refused, snapshot, version
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WRONG = "not-the-password"
 
 
@@ -33,6 +33,12 @@ def fresh_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """The lockout tests check passwords dozens of times: hash them cheaply (the real hasher is not under test)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def approval(engine, **kwargs):

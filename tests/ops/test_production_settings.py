@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from suspensions_project import urls as project_urls
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 # What production sets; DATABASE_URL is only parsed here, never connected to.
 PRODUCTION = {
     "DJANGO_SETTINGS_MODULE": "suspensions_project.settings",

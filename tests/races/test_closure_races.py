@@ -8,9 +8,8 @@ import pytest
 from django.db import connection
 
 from suspensions.models import ClosureReceipt, Run
-
-from .closure_setup import closure_body, started
-from .helpers import client, post
+from tests.closure_setup import closure_body, started
+from tests.helpers import client, post
 
 RACERS = 6
 

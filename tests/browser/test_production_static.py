@@ -24,12 +24,12 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from .helpers import member
-from .test_browser import chromium, paused  # noqa: F401  (the suite's Chromium fixture)
+from tests.browser.test_browser import chromium, paused  # noqa: F401  (the suite's Chromium fixture)
+from tests.helpers import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 WAIT_MS = 20_000
 START_SECONDS = 60
 # console.css under collectstatic's hashed name.

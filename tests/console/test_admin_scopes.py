@@ -205,7 +205,7 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
 def build(model: Any, scope: str) -> Any:
     if model not in BUILDERS:
         pytest.fail(
-            f"{model._meta.label} is registered in the Django admin but tests/test_admin_scopes.py has no row "
+            f"{model._meta.label} is registered in the Django admin but tests/console/test_admin_scopes.py has no row "
             "builder for it: add one to BUILDERS (or to SUPERUSER_ONLY if it has no scope)."
         )
     return BUILDERS[model](scope)
@@ -244,7 +244,9 @@ def root(db: None) -> Client:
 
 def test_every_registered_model_has_a_row_builder_or_is_superuser_only():
     missing = [m._meta.label for m in REGISTERED if m not in BUILDERS and m not in SUPERUSER_ONLY]
-    assert not missing, f"registered in the admin without a row builder in tests/test_admin_scopes.py: {missing}"
+    assert not missing, (
+        f"registered in the admin without a row builder in tests/console/test_admin_scopes.py: {missing}"
+    )
 
 
 @pytest.mark.parametrize("model", SCOPED, ids=name)

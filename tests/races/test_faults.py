@@ -26,7 +26,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import Gunicorn  # noqa: E402
@@ -221,7 +221,7 @@ def test_a_database_crash_under_load_answers_503_and_every_acknowledged_resume_h
 @pytest.mark.slow
 def test_a_worker_killed_after_commit_leaves_a_receipt_the_retry_gets_back_as_a_replay(private):
     _, url, secret = private
-    with Gunicorn(url, workers=1, threads=2, app="tests.test_faults:killing_app", quiet=True) as web:
+    with Gunicorn(url, workers=1, threads=2, app="tests.races.test_faults:killing_app", quiet=True) as web:
         caller = Http(web.port, secret)
         s = paused(caller)
         with pytest.raises((OSError, http.client.HTTPException)):

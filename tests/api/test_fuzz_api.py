@@ -43,6 +43,9 @@ CHECKS = [
 # Tallied across the module and printed at the end (docs/reliability.md quotes it).
 TALLY: dict[str, int] = {}
 
+# Minutes of generated requests: in `make test`, not in the inner loop of `make check`.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def keep_connection():

@@ -8,8 +8,7 @@ from django.db import connection
 
 from suspensions import digests, services
 from suspensions.models import Admission, ClosureReceipt, Event, Run
-
-from .closure_setup import (
+from tests.closure_setup import (
     ENGINE,
     approved_not_started,
     claim_version,
@@ -18,7 +17,7 @@ from .closure_setup import (
     started,
     written,
 )
-from .helpers import call, client, continuation, post
+from tests.helpers import call, client, continuation, post
 
 pytestmark = pytest.mark.django_db
 
