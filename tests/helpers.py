@@ -30,6 +30,22 @@ def call(call_id: str = "c1", name: str = "refund", arguments: str = '{"amount":
     return {"id": call_id, "name": name, "arguments": arguments, **extra}
 
 
+def envelope(**overrides: Any) -> dict[str, Any]:
+    """The inbound envelope of a flow step that parks a correlation-keyed wait (DESIGN §9)."""
+    body: dict[str, Any] = {
+        "tenant": "acme",
+        "env": "prod",
+        "provider": "slack",
+        "channel": "C1",
+        "conversation": "conv-9",
+        "user": "U7",
+        "pack": "support",
+        "flow": "refund",
+    }
+    body.update(overrides)
+    return body
+
+
 def client(secret: str) -> APIClient:
     c = APIClient()
     c.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from suspensions.models import Admission, Approval, Event, FlowWait, Run, Suspension
-from tests.helpers import client, post, refused
+from tests.helpers import client, envelope, post, refused
 from tests.race import race
 
 CANONICAL = "acme:slack:C1:conv-9:U7"
@@ -17,21 +17,6 @@ TOKEN = "decision-token-Zq8xv3Lw"
 OTHER_NONCE = "fedcba9876543210fedcba9876543210"
 SNAPSHOT = {"node": "await-7", "state": {"z": 1, "a": [1.5, None, True, {"b": 'ü "q" ☃'}]}, "vars": {}}
 RACERS = 4
-
-
-def envelope(**overrides):
-    body = {
-        "tenant": "acme",
-        "env": "prod",
-        "provider": "slack",
-        "channel": "C1",
-        "conversation": "conv-9",
-        "user": "U7",
-        "pack": "support",
-        "flow": "refund",
-    }
-    body.update(overrides)
-    return body
 
 
 def park_body(reason="agent_reply", token=None, **overrides):

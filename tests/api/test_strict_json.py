@@ -10,7 +10,7 @@ from suspensions import services
 from suspensions.exceptions import InvalidRequest
 from suspensions.models import Run, Suspension
 from tests.closure_setup import OPERATOR, closure_body, closure_request, started, written
-from tests.helpers import call, client, continuation, pause, post, refused, register, version
+from tests.helpers import call, client, continuation, envelope, pause, post, refused, register, version
 
 TWO_TO_53 = 2**53
 HUGE = 10**30
@@ -146,16 +146,7 @@ def test_a_dispatch_output_string_is_text_and_never_read_as_json(engine, bus):
         engine,
         "/api/v1/flow-waits",
         {
-            "envelope": {
-                "tenant": "acme",
-                "env": "prod",
-                "provider": "slack",
-                "channel": "C1",
-                "conversation": "conv-9",
-                "user": "U7",
-                "pack": "support",
-                "flow": "refund",
-            },
+            "envelope": envelope(),
             "snapshot": {"node": "n"},
             "reason": "agent_reply",
         },

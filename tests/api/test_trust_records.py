@@ -8,7 +8,7 @@ import pytest
 
 from suspensions import ids
 from suspensions.models import Admission, Approval
-from tests.helpers import call, client, continuation, member, pause, post, problem, refused, resume, version
+from tests.helpers import call, client, continuation, envelope, member, pause, post, problem, refused, resume, version
 
 ARGS = '{"amount": 900, "to": "acct-7"}'
 
@@ -154,16 +154,7 @@ def test_an_anonymous_post_to_an_unknown_api_path_is_a_404_not_a_csrf_page(db):
 
 def test_an_approval_flow_wait_shows_no_decide_form_in_the_console(engine, client):
     body = {
-        "envelope": {
-            "tenant": "acme",
-            "env": "prod",
-            "provider": "slack",
-            "channel": "C1",
-            "conversation": "conv-9",
-            "user": "U7",
-            "pack": "support",
-            "flow": "refund",
-        },
+        "envelope": envelope(),
         "snapshot": {"step": 1},
         "reason": "approval",
         "decision_token": "decision-token-Zq8xv3Lw",

@@ -33,7 +33,7 @@ from suspensions.exceptions import AdmissionConflict, Forbidden, NotFound, Suspe
 from suspensions.models import Reason, Run, Suspension, SweepHeartbeat
 from suspensions.observability import celery_signals, context, heartbeat, logs, metrics
 from suspensions.services import db_now
-from tests.helpers import client, pause, post, register, resume
+from tests.helpers import client, envelope, pause, post, register, resume
 
 # -- reading a scrape -------------------------------------------------------------------------
 
@@ -440,17 +440,7 @@ def test_no_secret_is_ever_logged(db, token, caplog, json_lines):
 
 
 def flow_wait(decision_token):
-    envelope = {
-        "tenant": "acme",
-        "env": "prod",
-        "provider": "slack",
-        "channel": "C1",
-        "conversation": "conv-9",
-        "user": "U7",
-        "pack": "support",
-        "flow": "refund",
-    }
-    return {"envelope": envelope, "snapshot": {"node": "n"}, "reason": "approval", "decision_token": decision_token}
+    return {"envelope": envelope(), "snapshot": {"node": "n"}, "reason": "approval", "decision_token": decision_token}
 
 
 # -- /readyz ----------------------------------------------------------------------------------
