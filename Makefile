@@ -16,7 +16,7 @@ TEST_ENV := DJANGO_SECRET_KEY=test-only-secret DJANGO_DEBUG=0 \
 # `make run` empties it before either starts: the previous run's processes are gone.
 RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/var/prometheus
 
-.PHONY: install install-runtime lock run check test lint services browser bench clean
+.PHONY: install install-runtime lock run check test lint services browser proxy bench clean
 
 # Everything: the runtime set and the development/test set (test, lint, bench).
 install: $(VENV_STAMP)
@@ -70,6 +70,14 @@ services:
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+# Debian's nginx for the slow-client test and bench, which run it in the foreground with a temporary
+# prefix and deploy/nginx/suspensions.conf. nginx-light where the release still has it, else nginx
+# (on a host with systemd, Debian's package also starts its default site on port 80).
+proxy:
+	command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -qq && \
+		pkg=$$(apt-cache show nginx-light >/dev/null 2>&1 && echo nginx-light || echo nginx) && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null)
+
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
@@ -82,14 +90,14 @@ check: install services
 	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project
 	$(TEST_ENV) $(PY) -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
 
-test: install services browser
+test: install services browser proxy
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project
 	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 
-bench: install services
+bench: install services proxy
 	$(TEST_ENV) $(PY) bench/run_all.py
 
 clean:

@@ -1,7 +1,7 @@
 """The production front door, started for real: gunicorn -c gunicorn.conf.py behind nginx with
 deploy/nginx/suspensions.conf, and clients that never finish their request header.
 
-Shared by tests/test_slow_clients.py and bench/slow_clients.py. Each server runs in the
+Shared by tests/ops/test_slow_clients.py and bench/slow_clients.py. Each server runs in the
 foreground in its own process group, on a free port, writing its log under a temporary
 directory; nginx runs with a temporary prefix, so it touches neither /etc/nginx nor /var/lib/nginx.
 """
