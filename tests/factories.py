@@ -75,6 +75,9 @@ class ApprovalPauseFactory(SuspensionFactory):
 
     reason = Reason.APPROVAL
 
+    class Meta:
+        skip_postgeneration_save = True  # the hook writes its own row; the pause needs no second save
+
     @factory.post_generation
     def request(obj: Suspension, create: bool, extracted: Any, **kwargs: Any) -> None:  # noqa: N805
         approval = Approval(
