@@ -11,10 +11,13 @@ PIP_INSTALL := $(PY) -m pip install --quiet --require-hashes
 TEST_ENV := DJANGO_SECRET_KEY=test-only-secret DJANGO_DEBUG=0 \
 	DATABASE_URL=$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/suspensions} \
 	CELERY_BROKER_URL=$${TEST_BROKER_URL:-redis://127.0.0.1:6379/15} \
-	DJANGO_ALLOW_ASYNC_UNSAFE=true
+	DJANGO_ALLOW_ASYNC_UNSAFE=true WEBHOOK_ALLOW_PRIVATE=1
 # Web and worker write their metrics to one directory so /metrics sums both (DESIGN §17);
 # `make run` empties it before either starts: the previous run's processes are gone.
-RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/var/prometheus
+# WEBHOOK_ALLOW_PRIVATE: the demo's and the tests' webhook receivers listen on 127.0.0.1 (DESIGN §14).
+RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/var/prometheus WEBHOOK_ALLOW_PRIVATE=1 \
+	EMAIL_BACKEND=$${EMAIL_BACKEND:-django.core.mail.backends.filebased.EmailBackend} \
+	EMAIL_FILE_PATH=$${EMAIL_FILE_PATH:-$(CURDIR)/var/mail} CONSOLE_BASE_URL=$${CONSOLE_BASE_URL:-http://127.0.0.1:$(PORT)}
 
 .PHONY: install install-runtime lock run check test lint services browser proxy bench clean
 
@@ -54,10 +57,11 @@ lock:
 
 # One Ctrl-C stops all three: bin/supervise.py sends each one SIGTERM and waits for it.
 run: install-runtime .env
-	mkdir -p var/broker var/broker-processed
+	mkdir -p var/broker var/broker-processed var/mail
 	rm -rf var/prometheus && mkdir -p var/prometheus
 	$(RUN_ENV) $(PY) manage.py migrate --noinput
 	$(RUN_ENV) $(PY) manage.py seed_demo
+	@echo "Approver emails are written as files under $(CURDIR)/var/mail/ (one file per worker connection)."
 	@echo "Serving on http://127.0.0.1:$(PORT)/ (console /console/, API docs /api/docs/, admin /admin/). Ctrl-C stops all."
 	$(RUN_ENV) $(PY) bin/supervise.py \
 		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload" \
@@ -88,7 +92,7 @@ check: install services
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project
-	$(TEST_ENV) $(PY) -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -n auto -m "not slow and not browser" $(PYTEST_ARGS)
 
 test: install services browser proxy
 	.venv/bin/ruff check .
