@@ -61,7 +61,7 @@ run: install-runtime .env
 	rm -rf var/prometheus && mkdir -p var/prometheus
 	$(RUN_ENV) $(PY) manage.py migrate --noinput
 	$(RUN_ENV) $(PY) manage.py seed_demo
-	@echo "Approver emails are written as files under $(CURDIR)/var/mail/ (one file per worker connection)."
+	@echo "Approver emails are written as files under $(CURDIR)/var/mail/ (one .log file per batch sent)."
 	@echo "Serving on http://127.0.0.1:$(PORT)/ (console /console/, API docs /api/docs/, admin /admin/). Ctrl-C stops all."
 	$(RUN_ENV) $(PY) bin/supervise.py \
 		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload" \

@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ORDER = ["resume", "versus_langgraph", "contention", "replays", "sweep", "inbox"]
+ORDER = ["resume", "versus_langgraph", "contention", "replays", "sweep", "push", "inbox"]
 HELPERS = {"common", "run_all", "private_pg"}
 
 

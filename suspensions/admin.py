@@ -13,8 +13,11 @@ Every registered ModelAdmin of this app derives from `ScopedAdmin`:
   only. A membership role is a power over runs, not over access: letting an
   operator mint tokens or grant memberships would let them widen their own
   powers. Staff users see the tokens and memberships of their scopes.
-- Secret material (token hashes, decision-token hashes) is never shown,
-  searched or filterable.
+- Secret material (token hashes, decision-token hashes, webhook signing
+  secrets) is never shown, searched or filterable.
+- Webhook endpoints are created where their secret can be shown once (the
+  console and the API); here superusers disable, enable or delete them, and
+  messages and the outbox are read-only.
 - Users and groups carry no scope: superusers only.
 """
 
@@ -39,16 +42,21 @@ from .models import (
     ApiToken,
     Approval,
     ClosureReceipt,
+    DeliveryAttempt,
     Event,
     ExpiryReceipt,
     FlowWait,
     Membership,
+    OutboxEvent,
     Role,
     Run,
     Start,
     Suspension,
+    WebhookEndpoint,
+    WebhookMessage,
 )
 from .principals import for_user
+from .services import webhooks
 from .tokens import create_token
 
 admin.site.site_header = "Suspensions admin"
@@ -56,7 +64,7 @@ admin.site.site_title = "Suspensions admin"
 admin.site.index_title = "Runs, pauses, evidence and access"
 
 # Fingerprints of secrets: never displayed, searched or usable as a list filter.
-SECRET_FIELDS = frozenset({"token_hash", "decision_token_hash"})
+SECRET_FIELDS = frozenset({"token_hash", "decision_token_hash", "secret", "previous_secret"})
 
 
 def is_staff(request: HttpRequest) -> bool:
@@ -334,6 +342,111 @@ class MembershipAdmin(ScopedAdmin):
     def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
         obj.stamp_scope(form.cleaned_data["scope"])
         super().save_model(request, obj, form, change)
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(ScopedAdmin):
+    """Superusers disable, enable or delete endpoints; creating one (and its secret) is the console's or the API's.
+
+    Disable and enable go through the same services as the API, so the admin
+    never writes an endpoint's state by hand. Deleting one deletes its
+    messages and attempts: they are delivery logs, not evidence of a run.
+    """
+
+    superuser_writes = ("change", "delete")
+    list_display = ("url", "scope", "format", "active", "disabled_reason", "created_by", "created_at")
+    list_filter = ("active", "format", "scope_l1")
+    search_fields = ("id__exact", "url", "description", "scope", "created_by")
+    date_hierarchy = "created_at"
+    fields = (
+        "id",
+        "scope",
+        "url",
+        "event_types",
+        "format",
+        "active",
+        "disabled_reason",
+        "description",
+        "previous_secret_expires_at",
+        "created_by",
+        "created_at",
+    )
+    readonly_fields = fields
+    actions = ("disable", "enable")
+
+    @admin.action(description="Disable selected endpoints", permissions=["change"])
+    def disable(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
+        principal = for_user(request.user)
+        for pk in queryset.values_list("pk", flat=True):
+            webhooks.disable_endpoint(principal=principal, endpoint_id=pk)
+        self.message_user(request, "Disabled the selected endpoints.", messages.SUCCESS)
+
+    @admin.action(description="Enable selected endpoints", permissions=["change"])
+    def enable(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
+        principal = for_user(request.user)
+        for pk in queryset.values_list("pk", flat=True):
+            webhooks.enable_endpoint(principal=principal, endpoint_id=pk)
+        self.message_user(request, "Enabled the selected endpoints.", messages.SUCCESS)
+
+
+class DeliveryAttemptInline(admin.TabularInline):
+    """A message's attempts, read-only for every staff user who sees the message."""
+
+    model = DeliveryAttempt
+    fields = ("number", "at", "status_code", "error", "duration_ms")
+    readonly_fields = fields
+    ordering = ("number",)
+    extra = 0
+    can_delete = False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_staff(request)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(WebhookMessage)
+class WebhookMessageAdmin(ReadOnlyAdmin):
+    list_display = ("id", "type", "endpoint", "scope", "status", "attempts", "next_attempt_at", "created_at")
+    list_filter = ("status", "type", "scope_l1")
+    list_select_related = ("endpoint",)
+    search_fields = ("id__exact", "endpoint__id__exact", "run_id__exact", "type")
+    date_hierarchy = "created_at"
+    fields = (
+        "id",
+        "endpoint",
+        "scope",
+        "type",
+        "event_id",
+        "run_id",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "created_at",
+        "delivered_at",
+        "pretty_body",
+    )
+    readonly_fields = fields
+    inlines = (DeliveryAttemptInline,)
+
+    @admin.display(description="Body")
+    def pretty_body(self, obj: WebhookMessage) -> str:
+        return format_html("<pre>{}</pre>", pretty_json_text(obj.body))
+
+
+@admin.register(OutboxEvent)
+class OutboxEventAdmin(ReadOnlyAdmin):
+    list_display = ("id", "type", "scope", "run_id", "created_at", "dispatched_at")
+    list_filter = ("type", "scope_l1")
+    search_fields = ("run_id__exact", "type")
+    date_hierarchy = "created_at"
 
 
 class SuperuserOnlyAdmin:

@@ -20,6 +20,8 @@ from .models import (
     RunState,
     Start,
     Suspension,
+    WebhookEndpoint,
+    WebhookMessage,
 )
 
 
@@ -227,4 +229,53 @@ def parked_body(parked: Any) -> dict[str, Any]:
         "run_revision": suspension.run.revision,
         "reason": suspension.reason,
         "expires_at": digests.rfc3339(suspension.expires_at),
+    }
+
+
+def webhook_endpoint(endpoint: WebhookEndpoint) -> dict[str, Any]:
+    """An endpoint as operators read it: never its secrets (they are shown once, by create and rotate)."""
+    return {
+        "id": str(endpoint.id),
+        "scope": endpoint.scope,
+        "url": endpoint.url,
+        "event_types": list(endpoint.event_types),
+        "format": endpoint.format,
+        "active": endpoint.active,
+        "disabled_reason": endpoint.disabled_reason,
+        "description": endpoint.description,
+        "created_by": endpoint.created_by,
+        "created_at": digests.rfc3339(endpoint.created_at),
+        "previous_secret_expires_at": digests.rfc3339(endpoint.previous_secret_expires_at),
+    }
+
+
+def webhook_endpoint_with_secret(endpoint: WebhookEndpoint, secret: str) -> dict[str, Any]:
+    """The answer to a create or a rotation: the one time the signing secret is shown."""
+    return {**webhook_endpoint(endpoint), "secret": secret}
+
+
+def webhook_message(message: WebhookMessage) -> dict[str, Any]:
+    """One delivery with its attempts, oldest attempt first (prefetched by selectors.webhook_messages)."""
+    return {
+        "id": str(message.id),
+        "endpoint_id": str(message.endpoint_id),
+        "event_id": message.event_id,
+        "run_id": str(message.run_id) if message.run_id else None,
+        "type": message.type,
+        "status": message.status,
+        "attempt_count": message.attempts,
+        "next_attempt_at": digests.rfc3339(message.next_attempt_at),
+        "created_at": digests.rfc3339(message.created_at),
+        "delivered_at": digests.rfc3339(message.delivered_at),
+        "body": message.body,
+        "attempts": [
+            {
+                "number": a.number,
+                "at": digests.rfc3339(a.at),
+                "status_code": a.status_code,
+                "error": a.error,
+                "duration_ms": a.duration_ms,
+            }
+            for a in message.attempt_rows.all()
+        ],
     }

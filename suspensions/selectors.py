@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from . import scopes
 from .models import (
@@ -11,13 +11,17 @@ from .models import (
     AdmissionState,
     Approval,
     ClosureReceipt,
+    DeliveryAttempt,
     Event,
     ExpiryReceipt,
     Reason,
+    Role,
     Run,
     RunState,
     Start,
     Suspension,
+    WebhookEndpoint,
+    WebhookMessage,
 )
 from .principals import Principal
 
@@ -127,3 +131,46 @@ def agent_reply_runs(principal: Principal) -> QuerySet[Run]:
         source__in=[AdmissionSource.AGENT_REPLY, AdmissionSource.DISPATCH],
     )
     return Run.objects.filter(exact).filter(Exists(pause) | Q(Exists(running), state=RunState.RUNNING)).order_by("id")
+
+
+def approvers_covering(scope: str) -> QuerySet[Any]:
+    """Active staff users holding `approver` in `scope` or a scope above it, who have an email address.
+
+    Not filtered by a principal: it answers who must be told (DESIGN §14), for
+    the approver emails, never what a caller may see. Superusers are not added:
+    a superuser is emailed only for scopes where they hold `approver`.
+    """
+    from django.contrib.auth import get_user_model
+
+    covering = [prefix for prefix in scopes.levels(scope).values() if prefix]
+    return (
+        get_user_model()
+        .objects.filter(
+            is_active=True,
+            is_staff=True,
+            memberships__role=Role.APPROVER,
+            memberships__scope__in=covering,
+        )
+        .exclude(email="")
+        .distinct()
+        .order_by("pk")
+    )
+
+
+def webhook_endpoints(principal: Principal) -> QuerySet[WebhookEndpoint]:
+    """Endpoints in scopes where the principal is an operator (DESIGN §14): nobody else manages or reads them.
+
+    Unlike the evidence rows, seeing the scope is not enough: an endpoint's URL
+    and deliveries are configuration of the operators' side.
+    """
+    return WebhookEndpoint.objects.filter(principal.scope_q(Role.OPERATOR))
+
+
+def webhook_messages(principal: Principal, endpoint_id: Any) -> QuerySet[WebhookMessage]:
+    """One endpoint's messages with their attempts in order (two queries per page), in operator scopes."""
+    attempts = Prefetch("attempt_rows", queryset=DeliveryAttempt.objects.order_by("number"))
+    return (
+        WebhookMessage.objects.filter(principal.scope_q(Role.OPERATOR))
+        .filter(endpoint_id=endpoint_id)
+        .prefetch_related(attempts)
+    )

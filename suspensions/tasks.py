@@ -2,6 +2,7 @@
 
 import logging
 import time
+from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
@@ -9,6 +10,7 @@ from django.conf import settings
 
 from . import services
 from .observability import heartbeat, metrics
+from .services import delivery, outbox
 
 log = logging.getLogger(__name__)
 
@@ -40,3 +42,67 @@ def sweep_expired() -> dict[str, Any]:
     metrics.sweep_finished(result, seconds=time.monotonic() - began)
     log.info("sweep finished: %(expired)s expired, %(dropped)s dropped, %(failed)s failed", result, extra=result)
     return result
+
+
+@shared_task(name="suspensions.tasks.remind_approvers", ignore_result=True)
+def remind_approvers() -> int:
+    """Mail the one reminder of each approval past 80% of its time to deadline (DESIGN §14); beat, every minute.
+
+    Claims commit before any mail leaves (at most one reminder per approval);
+    two of these at once claim disjoint approvals.
+    """
+    from . import notify
+
+    reminded = notify.send_due_reminders()
+    if reminded:
+        log.info("reminded approvers of %s approvals", reminded, extra={"reminded": reminded})
+    return reminded
+
+
+# -- push (DESIGN §14) --------------------------------------------------------------------------
+
+# An outbox row still undispatched this long after its commit lost its fan-out task (or its worker).
+LOST_AFTER = timedelta(seconds=5)
+# A send is bounded per phase (outbound.TIMEOUT); these bound a receiver that trickles its answer.
+# A delivery interrupted by either stays pending under its lease and is sent again.
+DELIVERY_SOFT_LIMIT = 120
+DELIVERY_HARD_LIMIT = DELIVERY_SOFT_LIMIT + 30
+
+
+@shared_task(name="suspensions.tasks.fan_out_outbox", ignore_result=True)
+def fan_out_outbox(ids: list[int] | None = None) -> int:
+    """Fan out outbox rows into webhook messages, enqueued on commit with their ids (None: every undispatched row)."""
+    if ids is None:
+        return outbox.fan_out_lost(older_than=timedelta(0))
+    return len(outbox.fan_out(ids=ids).dispatched)
+
+
+@shared_task(
+    name="suspensions.tasks.deliver_messages",
+    soft_time_limit=DELIVERY_SOFT_LIMIT,
+    time_limit=DELIVERY_HARD_LIMIT,
+    ignore_result=True,
+)
+def deliver_messages(message_ids: list[str]) -> None:
+    """Deliver each message that is due and free (services.delivery); the others are left to their task or the beat."""
+    for message_id in message_ids:
+        delivery.deliver(message_id)
+
+
+@shared_task(
+    name="suspensions.tasks.deliver_due",
+    soft_time_limit=DELIVERY_SOFT_LIMIT,
+    time_limit=DELIVERY_HARD_LIMIT,
+    ignore_result=True,
+)
+def deliver_due() -> int:
+    """Deliver due messages, oldest first, for about one beat interval: retries, lost tasks, expired leases."""
+    return delivery.deliver_due(max_seconds=settings.WEBHOOK_SWEEP_SECONDS)
+
+
+@shared_task(name="suspensions.tasks.webhook_sweep", ignore_result=True)
+def webhook_sweep() -> None:
+    """Beat: fan out outbox rows whose task was lost; start a delivery pass when messages are due."""
+    outbox.fan_out_lost(older_than=LOST_AFTER)
+    if delivery.has_due():
+        deliver_due.apply_async(expires=settings.WEBHOOK_SWEEP_SECONDS)

@@ -81,6 +81,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "suspensions.console.context.operator_nav",
             ],
         },
     },
@@ -146,6 +147,47 @@ CELERY_BEAT_SCHEDULE = {
         # A sweep still queued when the next one is due is dropped: the next covers it.
         "options": {"expires": SWEEP_INTERVAL_SECONDS},
     },
+}
+
+# Approver emails (DESIGN §14). Production: EMAIL_URL (smtp://user:pass@host:587, smtp+tls://, smtp+ssl://);
+# without it EMAIL_BACKEND/EMAIL_FILE_PATH, which `make run` points at a file backend under var/mail.
+if env.str("EMAIL_URL", default=""):
+    vars().update(env.email_url("EMAIL_URL"))
+else:
+    EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend")
+    EMAIL_FILE_PATH = env.str("EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="suspensions@localhost")
+# A slow mail server must not hold a worker for minutes (Django's default is no timeout).
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", default=10, minimum=1)
+# The public origin of the console, for links that leave the site (emails, Slack messages).
+CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# How often beat looks for approvals due their one reminder (80% of the time to deadline).
+REMINDER_INTERVAL_SECONDS = env_int("REMINDER_INTERVAL_SECONDS", default=60, minimum=1)
+CELERY_BEAT_SCHEDULE["remind-approvers"] = {
+    "task": "suspensions.tasks.remind_approvers",
+    "schedule": REMINDER_INTERVAL_SECONDS,
+    "options": {"expires": REMINDER_INTERVAL_SECONDS},
+}
+
+# Webhook delivery (DESIGN §14). Private, loopback and link-local receivers are refused unless this is on
+# (`make run` and the tests turn it on: their receivers listen on 127.0.0.1). Cloud metadata addresses always are.
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+# Seconds to wait after each failed attempt; past the last one the message is failed (dead, redeliverable).
+_retry_schedule = env.str("WEBHOOK_RETRY_SCHEDULE", default="5,30,120,600,3600,14400,43200,86400")
+try:
+    WEBHOOK_RETRY_SCHEDULE = [float(wait) for wait in _retry_schedule.split(",")]
+except ValueError:
+    raise ImproperlyConfigured(f"WEBHOOK_RETRY_SCHEDULE must be seconds like 5,30,120: {_retry_schedule!r}") from None
+if any(wait <= 0 for wait in WEBHOOK_RETRY_SCHEDULE):
+    raise ImproperlyConfigured(f"WEBHOOK_RETRY_SCHEDULE waits must be positive: {_retry_schedule!r}")
+# A claimed message is not claimed again for this long: a worker that died mid-send has it sent again after it.
+WEBHOOK_LEASE_SECONDS = env_int("WEBHOOK_LEASE_SECONDS", default=60, minimum=1)
+# How often beat fans out outbox rows whose task was lost and delivers due messages (retries, expired leases).
+WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", default=10, minimum=1)
+CELERY_BEAT_SCHEDULE["webhook-sweep"] = {
+    "task": "suspensions.tasks.webhook_sweep",
+    "schedule": WEBHOOK_SWEEP_SECONDS,
+    "options": {"expires": WEBHOOK_SWEEP_SECONDS},
 }
 
 # DESIGN §5: retained inputs up to 8 MiB, bodies up to 8 MiB + 64 KiB.
@@ -255,6 +297,8 @@ LOGGING = {
         "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
         # runserver's request lines: the access line of suspensions.requests says the same, with the request id.
         "django.server": {"handlers": [], "level": "WARNING", "propagate": True},
+        # httpx logs each request's full URL at INFO, and a receiver's URL may carry its token.
+        "httpx": {"handlers": [], "level": "WARNING", "propagate": True},
     },
 }
 

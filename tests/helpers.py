@@ -5,7 +5,18 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
-from suspensions.models import Admission, Approval, Event, FlowWait, Run, Start, Suspension
+from suspensions.models import (
+    Admission,
+    Approval,
+    Event,
+    FlowWait,
+    OutboxEvent,
+    Run,
+    Start,
+    Suspension,
+    WebhookEndpoint,
+    WebhookMessage,
+)
 
 
 def continuation(**overrides: Any) -> dict[str, Any]:
@@ -110,6 +121,11 @@ def snapshot() -> dict[str, Any]:
         "events": Event.objects.count(),
         "approvals": sorted(Approval.objects.values_list("suspension_id", "status")),
         "flow_waits": sorted(FlowWait.objects.values_list("id", "live")),
+        "webhooks": sorted(
+            WebhookEndpoint.objects.values_list("id", "active", "secret", "previous_secret", "url", "event_types")
+        ),
+        "messages": sorted(WebhookMessage.objects.values_list("id", "status", "next_attempt_at")),
+        "outbox": OutboxEvent.objects.count(),
     }
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from ..models import Reason
+from ..models import Reason, WebhookFormat
+from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
 from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr
 
 
@@ -380,3 +381,68 @@ class ApprovalOut(serializers.Serializer):
     admission_id = serializers.UUIDField(allow_null=True, help_text="The admission an approval created.")
     run_state = serializers.CharField(allow_null=True)
     version = VersionOut(allow_null=True, help_text="The claim version to decide with; null once decided.")
+
+
+# -- webhooks (DESIGN §14) --------------------------------------------------------------------
+
+
+class CreateWebhook(Strict):
+    """A new endpoint; `scope` may be left out by a principal that is an operator in exactly one scope."""
+
+    scope = StrictStr(max_length=192, required=False)
+    url = StrictStr(max_length=2000, trim_whitespace=False)
+    event_types = serializers.ListField(
+        child=serializers.ChoiceField(choices=WEBHOOK_EVENT_TYPES),
+        required=False,
+        default=list,
+        help_text="The event types to receive; empty or absent: every type.",
+    )
+    format = serializers.ChoiceField(choices=WebhookFormat.choices, required=False, default=WebhookFormat.STANDARD)
+    description = StrictStr(max_length=500, required=False, allow_blank=True, default="")
+
+
+class WebhookEndpointOut(serializers.Serializer):
+    """A webhook endpoint; its secrets are never shown after the answer that created them."""
+
+    id = serializers.UUIDField()
+    scope = serializers.CharField()
+    url = serializers.CharField()
+    event_types = serializers.ListField(child=serializers.CharField(), help_text="Empty: every type.")
+    format = serializers.ChoiceField(choices=WebhookFormat.choices)
+    active = serializers.BooleanField()
+    disabled_reason = serializers.CharField(help_text="Who or what disabled it (an operator, a 410 Gone).")
+    description = serializers.CharField()
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    previous_secret_expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="Until then the secret before the last rotation signs too."
+    )
+
+
+class WebhookEndpointSecretOut(WebhookEndpointOut):
+    secret = serializers.CharField(help_text="The signing secret `whsec_<base64>`: shown in this answer only.")
+
+
+class DeliveryAttemptOut(serializers.Serializer):
+    number = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    status_code = serializers.IntegerField(allow_null=True, help_text="The receiver's status; null when none came.")
+    error = serializers.CharField(help_text="Why the attempt failed without a status (timeout, refused address).")
+    duration_ms = serializers.IntegerField()
+
+
+class WebhookMessageOut(serializers.Serializer):
+    """One event for one endpoint; `id` is the `webhook-id` header on every attempt."""
+
+    id = serializers.UUIDField()
+    endpoint_id = serializers.UUIDField()
+    event_id = serializers.IntegerField()
+    run_id = serializers.UUIDField(allow_null=True)
+    type = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pending", "delivered", "failed"])
+    attempt_count = serializers.IntegerField()
+    next_attempt_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField()
+    delivered_at = serializers.DateTimeField(allow_null=True)
+    body = serializers.CharField(help_text="The exact body sent on every attempt.")
+    attempts = DeliveryAttemptOut(many=True)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import approvals, closures, discovery, flows, receipts, views
+from . import approvals, closures, discovery, flows, receipts, views, webhooks
 
 urlpatterns = [
     path("runs", views.RunList.as_view(), name="runs"),
@@ -26,4 +26,16 @@ urlpatterns = [
     path("runs/<uuid:pk>/expiries/<uuid:suspension_id>", receipts.RunExpiry.as_view(), name="run-expiry"),
     path("flow-waits", flows.ParkFlowWait.as_view(), name="flow-waits"),
     path("dispatch/resume", flows.DispatchResume.as_view(), name="dispatch-resume"),
+    path("webhooks", webhooks.WebhookList.as_view(), name="webhooks"),
+    path("webhooks/<uuid:pk>", webhooks.WebhookDetail.as_view(), name="webhook"),
+    path("webhooks/<uuid:pk>/disable", webhooks.DisableWebhook.as_view(), name="webhook-disable"),
+    path("webhooks/<uuid:pk>/enable", webhooks.EnableWebhook.as_view(), name="webhook-enable"),
+    path("webhooks/<uuid:pk>/rotate-secret", webhooks.RotateWebhookSecret.as_view(), name="webhook-rotate-secret"),
+    path("webhooks/<uuid:pk>/test", webhooks.TestWebhook.as_view(), name="webhook-test"),
+    path("webhooks/<uuid:pk>/messages", webhooks.WebhookMessages.as_view(), name="webhook-messages"),
+    path(
+        "webhooks/<uuid:pk>/messages/<uuid:message_id>/redeliver",
+        webhooks.RedeliverMessage.as_view(),
+        name="webhook-message-redeliver",
+    ),
 ]

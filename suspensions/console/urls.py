@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from ..logins import StaffAuthenticationForm
-from . import closures, views
+from . import closures, views, webhooks
 
 app_name = "console"
 
@@ -26,4 +26,12 @@ urlpatterns = [
     path("uncertain/", views.uncertain, name="uncertain"),
     path("runs/<uuid:pk>/close", closures.close, name="close"),
     path("runs/<uuid:pk>/closures/<uuid:suspension_id>/", closures.receipt, name="closure"),
+    path("webhooks/", webhooks.endpoints, name="webhooks"),
+    path("webhooks/new", webhooks.new_endpoint, name="webhook_new"),
+    path("webhooks/<uuid:pk>/", webhooks.endpoint, name="webhook"),
+    path("webhooks/<uuid:pk>/disable", webhooks.change, {"action": "disable"}, name="webhook_disable"),
+    path("webhooks/<uuid:pk>/enable", webhooks.change, {"action": "enable"}, name="webhook_enable"),
+    path("webhooks/<uuid:pk>/test", webhooks.change, {"action": "test"}, name="webhook_test"),
+    path("webhooks/<uuid:pk>/rotate-secret", webhooks.change, {"action": "rotate"}, name="webhook_rotate"),
+    path("webhooks/<uuid:pk>/messages/<uuid:message_id>/redeliver", webhooks.redeliver, name="webhook_redeliver"),
 ]

@@ -10,9 +10,10 @@ Two kinds:
   already gone. Without it, a registry of this process only: right for
   runserver and the tests, wrong for several processes.
 - gauges read from the database at scrape time (live pauses by reason, the
-  oldest pending approval, the last successful sweep), so they are the same
-  whichever process answers. Each walks a bounded part of one index, never
-  the table: bench/metrics_scrape.py shows their plans at a million pauses.
+  oldest pending approval, the last successful sweep, the webhook backlog),
+  so they are the same whichever process answers. Each walks a bounded part
+  of one index, never the table: bench/metrics_scrape.py shows their plans at
+  a million pauses.
 
 Counters that follow a database change count on commit: a change that rolls
 back counted nothing. The services call the plain functions below; this module
@@ -78,6 +79,14 @@ SWEEP_SECONDS = Histogram(
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300),
     registry=LOCAL,
 )
+WEBHOOK_OUTCOMES = ("delivered", "retry", "failed", "gone", "stale")
+WEBHOOK_DELIVERIES = Counter(
+    "suspensions_webhook_deliveries",
+    "Webhook delivery attempts, by outcome: delivered (2xx), retry (failed, tried again later), failed (failed, "
+    "schedule exhausted), gone (410: endpoint disabled), stale (failed, message already settled elsewhere).",
+    ["outcome"],
+    registry=LOCAL,
+)
 REQUEST_SECONDS = Histogram(
     "suspensions_http_request_duration_seconds",
     "Time to answer a request, by route (URL name) and method.",
@@ -99,6 +108,8 @@ for _outcome in SWEEP_RUN_OUTCOMES:
     SWEEP_RUNS.labels(outcome=_outcome)
 for _outcome in SWEEP_ROW_OUTCOMES:
     SWEEP_ROWS.labels(outcome=_outcome)
+for _outcome in WEBHOOK_OUTCOMES:
+    WEBHOOK_DELIVERIES.labels(outcome=_outcome)
 
 
 # -- what the services call ---------------------------------------------------------
@@ -174,6 +185,13 @@ def sweep_failed(*, seconds: float) -> None:
     SWEEP_SECONDS.observe(seconds)
 
 
+def webhook_delivery(outcome: str) -> None:
+    """One recorded delivery attempt (after its transaction committed), by outcome (WEBHOOK_OUTCOMES)."""
+    if outcome not in WEBHOOK_OUTCOMES:
+        raise ValueError(f"unknown webhook delivery outcome: {outcome!r}")
+    WEBHOOK_DELIVERIES.labels(outcome=outcome).inc()
+
+
 def request_answered(*, route: str, method: str, status: int, seconds: float) -> None:
     method = method if method in METHODS else "other"
     REQUEST_SECONDS.labels(route=route, method=method).observe(seconds)
@@ -220,12 +238,32 @@ def _database_gauges() -> Iterator[Metric]:
         "suspensions_oldest_pending_approval_age_seconds", "Age of the oldest undecided approval; 0 if none.", age
     )
 
+    yield GaugeMetricFamily(
+        "suspensions_webhook_backlog",
+        f"Pending webhook messages: exact up to {EXACT_UP_TO}, PostgreSQL's planner estimate above.",
+        _webhook_backlog(),
+    )
+
     last = SweepHeartbeat.objects.filter(pk=1).values_list("last_success_at", flat=True).first()
     yield GaugeMetricFamily(
         "suspensions_sweep_last_success_timestamp_seconds",
         "Unix time of the last successful sweep; 0 if none ever succeeded.",
         last.timestamp() if last else 0.0,
     )
+
+
+def _webhook_backlog() -> int:
+    """Pending webhook messages (due or waiting for a retry): a bounded walk of message_due, as in _live_pauses."""
+    from ..models import MessageStatus, WebhookMessage
+
+    pending = WebhookMessage.objects.filter(status=MessageStatus.PENDING)
+    if connection.vendor != "postgresql":
+        return pending.count()
+    walked = pending.order_by("next_attempt_at").values("id")[: EXACT_UP_TO + 1].count()
+    if walked <= EXACT_UP_TO:
+        return walked
+    plan = json.loads(pending.explain(format="json"))
+    return max(walked, int(plan[0]["Plan"]["Plan Rows"]))
 
 
 def _live_pauses(reason: str) -> int:

@@ -7,6 +7,7 @@ approvals.py T4 approve and T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits (DESIGN §9)
 sweep.py    T9 expiry
 closure.py  T10 closure
+webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the module itself
 
 Wire shapes are rendered in suspensions/presenters.py, never here.
 """

@@ -15,7 +15,7 @@ before the last refusal, so a refusal leaves no trace, and each change writes
 its Event in its own transaction. No network I/O happens under these locks.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -55,6 +55,7 @@ from ..models import (
 )
 from ..observability import logs, metrics
 from ..principals import Principal
+from . import outbox
 
 FAR_FUTURE = datetime(9999, 12, 31, tzinfo=digests.UTC)
 
@@ -139,11 +140,14 @@ def event(run: Run, kind: str, actor: str, at: datetime, **data: Any) -> Event:
     return row
 
 
-def write_events(*rows: Event) -> None:
+def write_events(*rows: Event, announce: Mapping[str, Any] | None = None) -> None:
     """The one writer of events: one INSERT for one row, one bulk INSERT for several.
 
     Each row is also one transition for the metrics (counted on commit) and
-    one INFO log line, so nothing else needs to announce it.
+    one INFO log line, so nothing else needs to announce it. The rows that
+    must be pushed (DESIGN §14) get their outbox rows here, in one more
+    INSERT, with their fan-out enqueued on commit (services.outbox);
+    `announce` adds what an event's own data lacks (see `outbox.announced`).
     """
     for row in rows:
         metrics.transition(row.kind)
@@ -152,6 +156,7 @@ def write_events(*rows: Event) -> None:
         rows[0].save(force_insert=True)
     else:
         Event.objects.bulk_create(rows)
+    outbox.write(rows, announce or {})
 
 
 def move(run: Run, state: str, now: datetime, **fields: Any) -> None:
@@ -325,7 +330,14 @@ def claim(
     admission.stamp_scope(run.scope)
     admission.save(force_insert=True)
     admitted = event(
-        run, "admitted", principal.name, now, suspension_id=str(live.id), source=source, request_digest=request_digest
+        run,
+        "admitted",
+        principal.name,
+        now,
+        suspension_id=str(live.id),
+        admission_id=str(admission.id),
+        source=source,
+        request_digest=request_digest,
     )
     return Claim(run=run, live=live, now=now, admission=admission, fresh=True, admitted=admitted)
 

@@ -275,5 +275,6 @@ def resume_flow_wait(
             # An approval-reason wait is answered here, not in the inbox: close its request.
             resolve_approval(c.live.id, ApprovalStatus.APPROVED, c.now, principal.name, "answered by dispatch")
             FlowWait.objects.filter(pk=wait.pk).update(live=False)
-            write_events(c.admitted)
+            # An approval-reason wait answered here is announced as decided too (DESIGN §14).
+            write_events(c.admitted, announce={"reason": c.live.reason})
     return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)

@@ -105,7 +105,8 @@ def suspend_run(
             reason=reason,
             expires_at=digests.rfc3339(expires_at),
         )
-        write_events(suspended)
+        # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
+        write_events(suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in pending]})
     suspension.run = run
     return suspension
 

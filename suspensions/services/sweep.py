@@ -11,7 +11,8 @@ workers) harmless: a row is expired at most once.
 
 Every write of a batch is set-based: one UPDATE of the runs, one INSERT of
 events, one UPDATE of approvals, one of admissions, one INSERT of receipts,
-one DELETE of pauses. If that batch write fails, each row is retried alone in
+one DELETE of pauses, one INSERT of outbox rows (`suspension.expired`, DESIGN §14,
+fanned out by a task enqueued on commit). If that batch write fails, each row is retried alone in
 its own savepoint; a row that still fails is logged and stays for the next
 sweep, and the rest of the batch is written.
 """
@@ -39,18 +40,21 @@ from ..models import (
     ApprovalStatus,
     Event,
     ExpiryReceipt,
+    OutboxEvent,
     Reason,
     Run,
     RunState,
     Suspension,
 )
 from ..observability import logs, metrics
+from . import outbox
 from .claims import db_now
 
 log = logging.getLogger(__name__)
 
 RUN, EVENT, RECEIPT = Run._meta.db_table, Event._meta.db_table, ExpiryReceipt._meta.db_table
 APPROVAL, ADMISSION, SUSPENSION = Approval._meta.db_table, Admission._meta.db_table, Suspension._meta.db_table
+OUTBOX = OutboxEvent._meta.db_table
 
 SWEEPER = "sweeper"
 UNANSWERED = "nobody answered in time"
@@ -267,6 +271,31 @@ def _insert_events(rows: list[Due], now: datetime) -> Statement:
     )
 
 
+def _insert_outbox(rows: list[Due], now: datetime) -> Statement:
+    """One `suspension.expired` outbox row per expired pause, under its run's scope (orphans announce nothing)."""
+    batch = [
+        {
+            "run_id": r.run_id.hex,
+            "data": outbox.expired_data(
+                run_id=r.run_id,
+                suspension_id=r.suspension_id,
+                scope=r.scope,
+                revision=r.revision + 1,
+                reason=r.reason,
+                deadline=r.expires_at,
+                admission_id=r.admission_id,
+            ),
+        }
+        for r in rows
+    ]
+    return (
+        f"INSERT INTO {OUTBOX} (run_id, scope, scope_l1, scope_l2, scope_l3, type, data, created_at) "
+        f"SELECT r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, %s, v.data, %s "
+        f"FROM {_rows('run_id uuid, data jsonb')} JOIN {RUN} r ON r.id = v.run_id",
+        [outbox.SUSPENSION_EXPIRED, _stamp(now), _json(batch)],
+    )
+
+
 def _receipt_row(row: Due, now: datetime) -> dict[str, Any]:
     digest = digests.expiry_digest(
         run_id=row.run_id,
@@ -305,6 +334,8 @@ def _write(rows: list[Due], now: datetime) -> None:
     admitted = [r for r in rows if r.kind == ADMITTED]
     statements = [_expire_runs(expiring, now)] if expiring else []
     statements.append(_insert_events(rows, now))
+    if expiring:
+        statements.append(_insert_outbox(expiring, now))
     if approvals:
         statements.append(
             (
@@ -387,6 +418,9 @@ def expire_batch(*, limit: int, now: datetime | None = None, exclude: Iterable[U
         due, left = _due_rows(runs, now) if runs else ([], [])
         written, failed = _write_or_split(due, now) if due else ([], [])
         _announce(written)
+        if any(r.kind != ORPHAN for r in written):
+            # The batch's outbox ids are not read back: the task fans out whatever is undispatched.
+            outbox.enqueue_fan_out(None)
     result = BatchResult(locked=len(runs), skipped=left + [r.run_id for r in failed], failed=len(failed))
     result.expired = sum(1 for r in written if r.kind != ORPHAN)
     result.receipts = sum(1 for r in written if r.kind == ADMITTED)

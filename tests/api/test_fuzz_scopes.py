@@ -45,13 +45,17 @@ def kind(path: str, name: str) -> str:
         return "suspension"
     if path.startswith("/api/v1/admissions/"):
         return "admission"
+    if name == "message_id":
+        return "message"
+    if path.startswith("/api/v1/webhooks/"):
+        return "webhook"
     assert path.startswith("/api/v1/runs/"), f"no object kind known for {path}: add it to kind()"
     return "run"
 
 
 def fill(path: str, ids: dict[str, str]) -> str:
     out = path
-    for name in ("id", "suspension_id"):
+    for name in ("id", "suspension_id", "message_id"):
         out = out.replace("{" + name + "}", ids[kind(path, name)])
     assert "{" not in out, f"unknown path parameter in {path}"
     return out
@@ -80,7 +84,15 @@ def acme(db, token):
         {"version": version(tool), "results": [{"call_id": "c1", "content": "ok"}]},
     ).json()
     reply = pause(owner, reason="agent_reply")
-    ids = {"run": approval["run_id"], "suspension": approval["id"], "admission": resumed["admission"]["id"]}
+    hook = post(owner, "/api/v1/webhooks", {"scope": "acme", "url": "https://hooks.example.com/acme"}).json()
+    sent = post(owner, f"/api/v1/webhooks/{hook['id']}/test", {}).json()
+    ids = {
+        "run": approval["run_id"],
+        "suspension": approval["id"],
+        "admission": resumed["admission"]["id"],
+        "webhook": hook["id"],
+        "message": sent["id"],
+    }
     every = {
         approval["run_id"],
         approval["id"],
@@ -89,6 +101,8 @@ def acme(db, token):
         resumed["admission"]["id"],
         reply["run_id"],
         reply["id"],
+        hook["id"],
+        sent["id"],
     }
     return ids, every
 
@@ -159,7 +173,9 @@ def test_a_staff_member_of_another_scope_gets_404_on_every_console_page_with_an_
     routes = list(console_patterns())
     for route in routes:
         url = "/" + route.replace("<uuid:suspension_id>", ids["suspension"])
-        url = url.replace("<uuid:pk>", ids["suspension"] if "approvals" in route else ids["run"])
+        url = url.replace("<uuid:message_id>", ids["message"])
+        owner = "suspension" if "approvals" in route else "webhook" if "webhooks" in route else "run"
+        url = url.replace("<uuid:pk>", ids[owner])
         before = snapshot()
         statuses = {method: getattr(browser, method)(url).status_code for method in ("get", "post")}
         # Each page answers 404 to the method it serves; 405 only to the one it does not.

@@ -24,14 +24,19 @@ from suspensions.models import (
     ApiToken,
     Approval,
     ClosureReceipt,
+    DeliveryAttempt,
     Event,
     ExpiryReceipt,
     FlowWait,
     Membership,
+    OutboxEvent,
     Run,
     Start,
     Suspension,
+    WebhookEndpoint,
+    WebhookMessage,
 )
+from suspensions.services.webhooks import new_secret
 from suspensions.tokens import create_token
 from tests.helpers import member
 
@@ -187,6 +192,42 @@ def build_membership(scope: str) -> Membership:
     return stamped(Membership, scope, user=member(f"holder-{scope}-{uuid.uuid4().hex[:8]}"), role="auditor")
 
 
+def build_webhook(scope: str) -> WebhookEndpoint:
+    return stamped(
+        WebhookEndpoint,
+        scope,
+        url=f"https://hooks.example.com/{scope}",
+        secret=new_secret(),
+        previous_secret=new_secret(),
+        previous_secret_expires_at=timezone.now(),
+        created_by=f"token:ops-{scope}",
+        created_at=timezone.now(),
+    )
+
+
+def build_outbox(scope: str) -> OutboxEvent:
+    return stamped(OutboxEvent, scope, run_id=uuid.uuid4(), type="run.finished", created_at=timezone.now())
+
+
+def build_message(scope: str) -> WebhookMessage:
+    now = timezone.now()
+    message = stamped(
+        WebhookMessage,
+        scope,
+        endpoint=build_webhook(scope),
+        event_id=build_outbox(scope).id,
+        run_id=uuid.uuid4(),
+        type="run.finished",
+        body=f'{{"type": "run.finished", "data": {{"scope": "{scope}"}}}}',
+        status="failed",
+        attempts=1,
+        next_attempt_at=now,
+        created_at=now,
+    )
+    DeliveryAttempt.objects.create(message=message, number=1, at=now, status_code=503, duration_ms=40)
+    return message
+
+
 BUILDERS: dict[Any, Callable[[str], Any]] = {
     Run: build_run,
     Suspension: build_suspension,
@@ -199,6 +240,9 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
     FlowWait: build_flow_wait,
     ApiToken: build_token,
     Membership: build_membership,
+    WebhookEndpoint: build_webhook,
+    WebhookMessage: build_message,
+    OutboxEvent: build_outbox,
 }
 
 
@@ -360,30 +404,38 @@ def test_a_superuser_can_remove_a_membership(root):
 # Secret material is never displayed, searched or filterable.
 
 
-def test_no_admin_page_shows_a_token_hash_or_a_decision_token_hash(root):
-    token, wait = build_token("acme"), build_flow_wait("acme")
-    secrets = [token.token_hash, wait.decision_token_hash]
+def test_no_admin_page_shows_a_token_hash_a_decision_token_hash_or_a_webhook_secret(root):
+    token, wait, hook = build_token("acme"), build_flow_wait("acme"), build_webhook("acme")
+    secrets = [token.token_hash, wait.decision_token_hash, hook.secret, hook.previous_secret]
+    # Their base64 without the prefix too: a page must not show the key under another label.
+    secrets += [hook.secret.removeprefix("whsec_"), hook.previous_secret.removeprefix("whsec_")]
     pages = [
         changelist(ApiToken),
         changelist(FlowWait),
+        changelist(WebhookEndpoint),
         change(token),
         change(wait),
+        change(hook),
         change(token).replace("/change/", "/history/"),
         change(wait).replace("/change/", "/history/"),
+        change(hook).replace("/change/", "/history/"),
     ]
     for page in pages:
         html = root.get(page).content.decode()
-        assert token.name in html or wait.store_key in html
+        assert token.name in html or wait.store_key in html or hook.url in html
         assert not [s for s in secrets if s in html], page
 
 
-def test_searching_or_filtering_by_a_secret_hash_finds_nothing(root):
-    token, wait = build_token("acme"), build_flow_wait("acme")
+def test_searching_or_filtering_by_a_secret_finds_nothing(root):
+    token, wait, hook = build_token("acme"), build_flow_wait("acme"), build_webhook("acme")
     assert listed(root, ApiToken, f"?q={token.token_hash}") == []
     assert listed(root, FlowWait, f"?q={wait.decision_token_hash}") == []
+    assert listed(root, WebhookEndpoint, f"?q={hook.secret}") == []
     # A filter on the hash would be an oracle (one prefix at a time): refused as a suspicious lookup.
     assert root.get(changelist(ApiToken) + f"?token_hash__startswith={token.token_hash[:1]}").status_code == 400
     assert root.get(changelist(FlowWait) + f"?decision_token_hash={wait.decision_token_hash}").status_code == 400
+    assert root.get(changelist(WebhookEndpoint) + f"?secret__startswith={hook.secret[:7]}").status_code == 400
+    assert root.get(changelist(WebhookEndpoint) + f"?previous_secret={hook.previous_secret}").status_code == 400
 
 
 # Search by id works with and without hyphens, on PostgreSQL and SQLite alike.

@@ -1,17 +1,20 @@
-"""Demo data for `make run`: a staff user and a handful of paused runs of every reason."""
+"""Demo data for `make run`: a staff user, a handful of paused runs of every reason and a webhook endpoint."""
 
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from ... import services
-from ...models import Membership, Role, Run
+from ...models import Membership, Role, Run, WebhookEndpoint, WebhookFormat
 from ...principals import Principal
 from ...tokens import create_token
 
 DEMO_SCOPE = "demo"
+# Where examples/webhook_receiver.py listens (README: "Watching deliveries").
+DEMO_HOOK_URL = "http://127.0.0.1:8001/hooks"
 
 
 def _continuation(question: str, tools: list[str]) -> dict[str, Any]:
@@ -34,8 +37,9 @@ def _continuation(question: str, tools: list[str]) -> dict[str, Any]:
 PAUSES: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("refund-agent", "approval", "send_refund", {"order": "A-1042", "amount": 900, "currency": "EUR"}, 86400),
     ("refund-agent", "approval", "send_refund", {"order": "A-1077", "amount": 45, "currency": "EUR"}, 3600),
-    ("ops-agent", "approval", "restart_service", {"service": "billing-api", "region": "eu-west-1"}, 600),
-    ("ops-agent", "approval", "delete_records", {"table": "sessions", "older_than_days": 90}, 45),
+    # Approvals wait at least an hour: long enough to read the email, open the console and decide.
+    ("ops-agent", "approval", "restart_service", {"service": "billing-api", "region": "eu-west-1"}, 7200),
+    ("ops-agent", "approval", "delete_records", {"table": "sessions", "older_than_days": 90}, 10800),
     ("vpc-agent", "external_tool", "query_warehouse", {"sql": "select count(*) from orders"}, 86400),
     ("triage-agent", "agent_reply", "ask_billing_agent", {"question": "Was invoice 5521 paid?"}, 120),
 ]
@@ -52,6 +56,8 @@ class Command(BaseCommand):
         user_model = get_user_model()
         user, _ = user_model.objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": True})
         user.set_password(password)
+        # An approver without an address gets no approval emails (DESIGN §14).
+        user.email = user.email or f"{username}@example.com"
         user.save()
         for role in Role.values:
             membership = Membership(user=user, role=role)
@@ -75,6 +81,39 @@ class Command(BaseCommand):
                     ttl_seconds=ttl,
                 )
         _, secret = create_token(scope=DEMO_SCOPE, roles=Role.values, name="demo-all-roles")
+        self._webhook(engine, secret)
         self.stdout.write(f"login: http://127.0.0.1:8000/console/  user {username}  password {password}")
         self.stdout.write(f"API token (all roles in scope '{DEMO_SCOPE}'):")
         self.stdout.write(secret)
+
+    def _webhook(self, operator: Principal, token: str) -> None:
+        """The demo endpoint, with a fresh secret each run (like the token), and a signed test event for it.
+
+        A second run rotates the secret rather than creating another endpoint:
+        a secret is shown once, so a restarted `make run` prints a new one.
+        """
+        from ...services import webhooks
+
+        endpoint = WebhookEndpoint.objects.filter(scope=DEMO_SCOPE, url=DEMO_HOOK_URL).order_by("created_at").first()
+        if endpoint is None:
+            endpoint, hook_secret = webhooks.create_endpoint(
+                principal=operator,
+                scope=DEMO_SCOPE,
+                url=DEMO_HOOK_URL,
+                event_types=[],
+                format=WebhookFormat.STANDARD,
+                description="demo receiver: python examples/webhook_receiver.py",
+            )
+        else:
+            if not endpoint.active:
+                webhooks.enable_endpoint(principal=operator, endpoint_id=endpoint.id)
+            endpoint, hook_secret = webhooks.rotate_secret(principal=operator, endpoint_id=endpoint.id)
+        # Something to see the moment the receiver is up: retries reach a receiver started later.
+        webhooks.send_test(principal=operator, endpoint_id=endpoint.id)
+        self.stdout.write(f"webhook endpoint {endpoint.id} -> {DEMO_HOOK_URL} (scope '{DEMO_SCOPE}'); its secret:")
+        self.stdout.write(hook_secret)
+        self.stdout.write(f"watch deliveries: .venv/bin/python examples/webhook_receiver.py --secret {hook_secret}")
+        self.stdout.write(
+            f"send it a test event: curl -X POST -H 'Authorization: Bearer {token}' "
+            f"{settings.CONSOLE_BASE_URL}/api/v1/webhooks/{endpoint.id}/test"
+        )

@@ -1,0 +1,475 @@
+"""Issue 13: push (DESIGN §14): what the outbox costs a transition, and how fast deliveries leave.
+
+Figures, all from one run:
+
+- (a) statements per transition, read from Django's own record of each
+  statement (`CaptureQueriesContext`) and off the PostgreSQL wire (the
+  counting proxy): suspend for approval, approve, deny, complete. The outbox's
+  share is the statements that touch `suspensions_outboxevent` (goal: 1);
+  "without" is the same transition minus those.
+- (b) delivery throughput to a local receiver (an `http.server` thread
+  answering 200) through a real Celery worker on Redis with 1 and 4 worker
+  processes: `--events` transitions are committed while the worker is down,
+  then the worker starts and drains them; deliveries/s is counted from the
+  first receipt to the last, so the worker's start-up is not in it. Then the
+  end-to-end latency from a transition's commit to the receiver getting its
+  message (p50, p99) at a steady `--rate`, next to the poll interval an
+  engine would need for the same latency (a poller sees an event after half
+  its interval at the median, 0.99 of it at p99).
+- (c) backlog drain: `--backlog` events queued while no worker runs, then
+  the time from the worker's start to the last delivery.
+
+Every event is a real transition (T8 complete of a registered run, which
+announces `run.finished`): the outbox row, the fan-out and the delivery are
+the service's own (`suspensions.tasks.*`), nothing is simulated.
+
+    BENCH_BROKER_URL=redis://127.0.0.1:6379/14 .venv/bin/python bench/push.py \
+        [--ops 50] [--events 1000] [--rate 5] [--latency-events 200] [--backlog 10000] [--workers 1,4]
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import common
+
+SCOPE = "bench-push"
+OUTBOX_TABLE = "suspensions_outboxevent"
+PUSH_TABLES = [
+    "suspensions_deliveryattempt",
+    "suspensions_webhookmessage",
+    "suspensions_webhookendpoint",
+    "suspensions_outboxevent",
+    "suspensions_membership",
+]
+DELIVER_TASK = "suspensions.tasks.deliver_messages"
+
+
+def broker_url() -> str:
+    explicit = os.environ.get("BENCH_BROKER_URL")
+    if explicit:
+        return explicit
+    inherited = os.environ.get("CELERY_BROKER_URL", "")
+    return inherited if inherited.startswith(("redis", "amqp")) else "redis://127.0.0.1:6379/14"
+
+
+def reset() -> None:
+    from django.db import connection
+
+    common.reset_tables()
+    name = connection.settings_dict["NAME"]
+    if not name.endswith("bench"):
+        raise SystemExit(f"refusing to empty {name!r}: bench databases end in 'bench'")
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE " + ", ".join(PUSH_TABLES))
+
+
+def missing_parts() -> list[str]:
+    """What of the delivery side is not there yet (the bench needs its tasks and the outbox writes)."""
+    import suspensions.tasks  # noqa: F401 - registers the tasks
+    from suspensions_project.celery import app
+
+    missing = [] if DELIVER_TASK in app.tasks else [DELIVER_TASK]
+    return missing
+
+
+# -- (a) statements per transition -------------------------------------------------------
+
+
+def transitions(who: Any, ops: int) -> dict[str, list[Any]]:
+    """`ops` ready-made subjects for each transition, so each measured call does one transition only."""
+    from suspensions import services
+
+    def suspended() -> list[Any]:
+        out = []
+        for run_id in common.bulk_runs(ops, SCOPE):
+            s = suspend(who, run_id)
+            out.append(services.Version(run_id=run_id, suspension_id=s.id, run_revision=2))
+        return out
+
+    return {
+        "suspend (approval)": common.bulk_runs(ops, SCOPE),
+        "approve": suspended(),
+        "deny": suspended(),
+        "complete": common.bulk_runs(ops, SCOPE),
+    }
+
+
+def suspend(who: Any, run_id: Any) -> Any:
+    from suspensions import services
+
+    return services.suspend_run(
+        principal=who,
+        run_id=run_id,
+        revision=1,
+        reason="approval",
+        pending=common.pending_call(),
+        continuation=common.continuation(),
+        ttl_seconds=3600,
+    )
+
+
+def do(kind: str, who: Any, subject: Any) -> None:
+    from suspensions import services
+
+    if kind == "suspend (approval)":
+        suspend(who, subject)
+    elif kind == "approve":
+        services.approve(principal=who, suspension_id=subject.suspension_id, version=subject)
+    elif kind == "deny":
+        services.deny_approval(principal=who, suspension_id=subject.suspension_id, version=subject, reason="bench")
+    else:
+        services.complete_run(principal=who, run_id=subject, revision=1)
+
+
+def is_statement(sql: str) -> bool:
+    head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+    return head not in {"SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "COMMIT"}
+
+
+def statements(ops: int) -> dict[str, dict[str, float]]:
+    """Per transition: statements in all (Django's record and the wire), the outbox's, and the rest."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    who = common.principal(SCOPE, ["engine", "approver", "operator"])
+    out: dict[str, dict[str, float]] = {}
+    for kind, subjects in transitions(who, ops).items():
+        with CaptureQueriesContext(connection) as captured:
+            for subject in subjects:
+                do(kind, who, subject)
+        sqls = [q["sql"] for q in captured.captured_queries if is_statement(q["sql"])]
+        outbox = sum(1 for sql in sqls if OUTBOX_TABLE in sql)
+        out[kind] = {
+            "statements": round(len(sqls) / ops, 2),
+            "outbox": round(outbox / ops, 2),
+            "without_outbox": round((len(sqls) - outbox) / ops, 2),
+        }
+    # The same again on the wire: what PostgreSQL actually received, commits and round trips included.
+    info = common.conninfo(common.bench_database_url())
+    proxy = common.CountingProxy(info["host"], info["port"])
+    try:
+        subjects_by_kind = transitions(who, ops)
+        with common.django_through(proxy.port):
+            for kind, subjects in subjects_by_kind.items():
+                do(kind, who, subjects[0])  # the pool's first connection is not the transition's cost
+                before = proxy.snapshot()
+                for subject in subjects[1:]:
+                    do(kind, who, subject)
+                wire = common.per_op(before, proxy.snapshot(), len(subjects) - 1)
+                out[kind].update(wire_statements=wire["statements"], round_trips=wire["round_trips"])
+    finally:
+        proxy.close()
+    return out
+
+
+# -- the receiver and the worker -----------------------------------------------------------
+
+
+class Receiver:
+    """An http.server thread answering 200 to every POST; records when each message first arrived."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.arrived: dict[str, tuple[float, Any]] = {}  # webhook-id -> (time, body)
+        self.posts = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                at = time.time()
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                receiver.record(self.headers.get("webhook-id", ""), at, body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def record(self, message_id: str, at: float, body: bytes) -> None:
+        try:
+            data = json.loads(body).get("data", {})
+        except ValueError:
+            data = {}
+        with self.lock:
+            self.posts += 1
+            self.arrived.setdefault(message_id, (at, data))
+
+    def clear(self) -> None:
+        with self.lock:
+            self.arrived.clear()
+            self.posts = 0
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.arrived)
+
+    def times(self) -> list[float]:
+        with self.lock:
+            return sorted(at for at, _ in self.arrived.values())
+
+    def by_run(self) -> dict[str, float]:
+        with self.lock:
+            return {str(d.get("run_id")): at for at, d in self.arrived.values() if isinstance(d, dict)}
+
+    def wait_for(self, n: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.count() >= n:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+class Worker:
+    """`celery worker --concurrency N` (prefork) on the bench database and broker, private-addresses allowed."""
+
+    def __init__(self, processes: int) -> None:
+        self.name = f"bench-push-{processes}-{os.getpid()}@localhost"
+        env = {
+            **os.environ,
+            "DATABASE_URL": common.bench_database_url(),
+            "CELERY_BROKER_URL": broker_url(),
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "bench-only-secret"),
+            "WEBHOOK_ALLOW_PRIVATE": "1",
+            "LOG_LEVEL": "WARNING",
+            "DB_POOL_MIN": "1",
+        }
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        self.started = time.time()
+        self.process = subprocess.Popen(
+            [
+                str(common.ROOT / ".venv" / "bin" / "celery"),
+                "-A",
+                "suspensions_project",
+                "--quiet",
+                "worker",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                str(processes),
+                "--loglevel",
+                "warning",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                self.name,
+            ],
+            cwd=common.ROOT,
+            env=env,
+        )
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def purge() -> None:
+    from suspensions_project.celery import app
+
+    app.control.purge()
+
+
+def endpoint(receiver: Receiver) -> None:
+    from suspensions.services import webhooks
+
+    who = common.principal(SCOPE, ["operator"])
+    webhooks.create_endpoint(
+        principal=who,
+        scope=SCOPE,
+        url=f"http://127.0.0.1:{receiver.port}/hooks",
+        event_types=["run.finished"],
+        description="bench receiver",
+    )
+
+
+def commit_events(n: int, rate: float = 0.0) -> dict[str, float]:
+    """`n` T8 completes of fresh runs (each announces run.finished); returns run id -> commit time.
+
+    With a rate, one every 1/rate seconds (a steady load for the latency figure); else as fast as possible.
+    """
+    from suspensions import services
+
+    who = common.principal(SCOPE, ["engine"])
+    committed: dict[str, float] = {}
+    gap = 1 / rate if rate else 0.0
+    began = time.monotonic()
+    for i, run_id in enumerate(common.bulk_runs(n, SCOPE)):
+        if gap:
+            pause = began + i * gap - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+        services.complete_run(principal=who, run_id=run_id, revision=1)
+        committed[str(run_id)] = time.time()
+    return committed
+
+
+def fresh(receiver: Receiver) -> None:
+    reset()
+    purge()
+    receiver.clear()
+    endpoint(receiver)
+
+
+def drain(receiver: Receiver, processes: int, events: int, timeout: float) -> dict[str, Any]:
+    """`events` queued with no worker, then a worker of `processes` processes drains them."""
+    fresh(receiver)
+    commit_events(events)
+    worker = Worker(processes)
+    try:
+        done = receiver.wait_for(events, timeout)
+    finally:
+        worker.stop()
+    times = receiver.times()
+    if not times:
+        return {"processes": processes, "events": events, "delivered": 0, "complete": False}
+    span = times[-1] - times[0]
+    return {
+        "processes": processes,
+        "events": events,
+        "delivered": len(times),
+        "posts": receiver.posts,
+        "complete": done,
+        "per_second": round((len(times) - 1) / span, 1) if span > 0 else None,
+        "seconds_from_start": round(times[-1] - worker.started, 2),
+        "seconds_first_to_last": round(span, 2),
+    }
+
+
+def latency(receiver: Receiver, processes: int, events: int, rate: float) -> dict[str, Any]:
+    """Commit-to-receipt latency at a steady `rate` with a running worker."""
+    from suspensions_project.celery import app
+
+    fresh(receiver)
+    worker = Worker(processes)
+    try:
+        deadline = time.monotonic() + 60
+        while not app.control.ping(destination=[worker.name], timeout=1.0) and time.monotonic() < deadline:
+            pass
+        commit_events(5)  # warm the worker's connections: not measured
+        receiver.wait_for(5, 60)
+        receiver.clear()
+        committed = commit_events(events, rate)
+        receiver.wait_for(events, 60 + events / max(rate, 1))
+    finally:
+        worker.stop()
+    arrived = receiver.by_run()
+    lat = [arrived[run] - at for run, at in committed.items() if run in arrived]
+    p50, p99 = common.percentile(lat, 50), common.percentile(lat, 99)
+    return {
+        "processes": processes,
+        "events": events,
+        "rate": rate,
+        "delivered": len(lat),
+        "p50_ms": common.ms(p50),
+        "p99_ms": common.ms(p99),
+        "max_ms": common.ms(max(lat, default=0.0)),
+        # A poller with interval T sees an event T/2 late at the median and 0.99 T late at p99.
+        "poll_interval_for_p50_ms": common.ms(2 * p50),
+        "poll_interval_for_p99_ms": common.ms(p99 / 0.99),
+    }
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def report(data: dict[str, Any]) -> str:
+    parts = ["### Push: the outbox's statements per transition (goal: 1)", ""]
+    rows = [
+        [k, v["statements"], v["outbox"], v["without_outbox"], v.get("wire_statements", ""), v.get("round_trips", "")]
+        for k, v in data["statements"].items()
+    ]
+    headers = ["transition", "statements", "outbox", "without outbox", "on the wire", "round trips"]
+    parts.append(common.table(headers, rows))
+    if data.get("missing"):
+        parts += ["", f"Delivery figures not taken: {', '.join(data['missing'])} is not there yet."]
+        return "\n".join(parts)
+    parts += ["", f"### Delivery to a local receiver ({data['events']} run.finished events queued, then drained)", ""]
+    rows = [
+        [d["processes"], d["delivered"], d.get("per_second"), d.get("seconds_first_to_last"), d["complete"]]
+        for d in data["throughput"]
+    ]
+    parts.append(common.table(["worker processes", "delivered", "deliveries/s", "first to last (s)", "all"], rows))
+    parts += ["", f"### Commit to receipt ({data['latency'][0]['events']} events at {data['rate']}/s)", ""]
+    rows = [
+        [
+            d["processes"],
+            d["delivered"],
+            d["p50_ms"],
+            d["p99_ms"],
+            d["poll_interval_for_p50_ms"],
+            d["poll_interval_for_p99_ms"],
+        ]
+        for d in data["latency"]
+    ]
+    headers = ["worker processes", "delivered", "p50 ms", "p99 ms", "poll interval for that p50 ms", "for that p99 ms"]
+    parts.append(common.table(headers, rows))
+    parts += ["", f"### Backlog drain ({data['backlog']} queued messages)", ""]
+    rows = [
+        [d["processes"], d["delivered"], d.get("seconds_from_start"), d.get("per_second"), d["complete"]]
+        for d in data["drain"]
+    ]
+    parts.append(
+        common.table(["worker processes", "delivered", "worker start to last (s)", "deliveries/s", "all"], rows)
+    )
+    return "\n".join(parts)
+
+
+def main() -> int:
+    p = common.parser(__doc__.split("\n\n")[0])
+    p.add_argument("--ops", type=int, default=50, help="transitions of each kind for the statement counts")
+    p.add_argument("--events", type=int, default=1000)
+    p.add_argument(
+        "--rate", type=float, default=5.0, help="events/s for the latency figure: below what 1 process drains"
+    )
+    p.add_argument("--latency-events", type=int, default=200)
+    p.add_argument("--backlog", type=int, default=10000)
+    p.add_argument("--workers", default="1,4")
+    args = p.parse_args()
+    os.environ["CELERY_BROKER_URL"] = broker_url()
+    # One INFO line per transition would drown the figures.
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    common.setup_django()
+    reset()
+    data: dict[str, Any] = {"machine": common.machine(), "broker": broker_url(), "ops": args.ops}
+    data["statements"] = statements(args.ops)
+    data["missing"] = missing_parts()
+    if not data["missing"]:
+        workers = [int(w) for w in args.workers.split(",")]
+        data.update(events=args.events, rate=args.rate, backlog=args.backlog)
+        receiver = Receiver()
+        try:
+            data["throughput"] = [drain(receiver, n, args.events, 300) for n in workers]
+            data["latency"] = [latency(receiver, n, args.latency_events, args.rate) for n in workers]
+            data["drain"] = [drain(receiver, n, args.backlog, 1800) for n in workers[-1:]]
+        finally:
+            receiver.close()
+            reset()
+            purge()
+    common.write_result("push", data, report(data))
+    return 1 if data["missing"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Webhook endpoints over HTTP (DESIGN §14): the operator's routes; every write is one service call."""
+
+from typing import Any
+from uuid import UUID
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import presenters, selectors
+from ..models import WebhookEndpoint, WebhookMessage
+from ..services import webhooks
+from . import serializers as s
+from .authentication import principal_of
+from .views import ERRORS, validated
+
+ACCEPTED = {202: s.WebhookMessageOut, **ERRORS}
+
+
+class WebhookList(generics.ListAPIView):
+    """The endpoints of the caller's operator scopes, newest first (403 without the role anywhere)."""
+
+    serializer_class = s.WebhookEndpointOut
+
+    def get_queryset(self) -> QuerySet[WebhookEndpoint]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
+            return WebhookEndpoint.objects.none()
+        principal = principal_of(self.request)
+        webhooks.require_operator(principal)
+        return selectors.webhook_endpoints(principal)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([presenters.webhook_endpoint(e) for e in page or []])
+
+    @extend_schema(request=s.CreateWebhook, responses={201: s.WebhookEndpointSecretOut, **ERRORS})
+    def post(self, request: Request) -> Response:
+        data = validated(s.CreateWebhook, request)
+        endpoint, secret = webhooks.create_endpoint(principal=principal_of(request), **{"scope": None, **data})
+        return Response(presenters.webhook_endpoint_with_secret(endpoint, secret), status=201)
+
+
+class WebhookDetail(APIView):
+    @extend_schema(responses={200: s.WebhookEndpointOut, **ERRORS})
+    def get(self, request: Request, pk: UUID) -> Response:
+        return Response(presenters.webhook_endpoint(webhooks.endpoint_of(principal_of(request), pk)))
+
+
+class DisableWebhook(APIView):
+    @extend_schema(request=None, responses={200: s.WebhookEndpointOut, **ERRORS})
+    def post(self, request: Request, pk: UUID) -> Response:
+        endpoint = webhooks.disable_endpoint(principal=principal_of(request), endpoint_id=pk)
+        return Response(presenters.webhook_endpoint(endpoint))
+
+
+class EnableWebhook(APIView):
+    @extend_schema(request=None, responses={200: s.WebhookEndpointOut, **ERRORS})
+    def post(self, request: Request, pk: UUID) -> Response:
+        endpoint = webhooks.enable_endpoint(principal=principal_of(request), endpoint_id=pk)
+        return Response(presenters.webhook_endpoint(endpoint))
+
+
+class RotateWebhookSecret(APIView):
+    @extend_schema(request=None, responses={200: s.WebhookEndpointSecretOut, **ERRORS})
+    def post(self, request: Request, pk: UUID) -> Response:
+        endpoint, secret = webhooks.rotate_secret(principal=principal_of(request), endpoint_id=pk)
+        return Response(presenters.webhook_endpoint_with_secret(endpoint, secret))
+
+
+class TestWebhook(APIView):
+    @extend_schema(request=None, responses=ACCEPTED)
+    def post(self, request: Request, pk: UUID) -> Response:
+        message = webhooks.send_test(principal=principal_of(request), endpoint_id=pk)
+        return Response(presenters.webhook_message(message), status=202)
+
+
+class WebhookMessages(generics.ListAPIView):
+    """The endpoint's messages, newest first, each with its attempts."""
+
+    serializer_class = s.WebhookMessageOut
+
+    def get_queryset(self) -> QuerySet[WebhookMessage]:
+        if getattr(self, "swagger_fake_view", False):
+            return WebhookMessage.objects.none()
+        principal = principal_of(self.request)
+        endpoint = webhooks.endpoint_of(principal, self.kwargs["pk"])
+        return selectors.webhook_messages(principal, endpoint.id)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([presenters.webhook_message(m) for m in page or []])
+
+
+class RedeliverMessage(APIView):
+    @extend_schema(request=None, responses=ACCEPTED)
+    def post(self, request: Request, pk: UUID, message_id: UUID) -> Response:
+        message = webhooks.redeliver(principal=principal_of(request), endpoint_id=pk, message_id=message_id)
+        return Response(presenters.webhook_message(message), status=202)

@@ -1,0 +1,17 @@
+"""Template context of every console page."""
+
+from collections.abc import Callable
+
+from django.http import HttpRequest
+
+from ..principals import principal_of
+from .webhooks import holds_operator
+
+
+def operator_nav(request: HttpRequest) -> dict[str, Callable[[], bool]]:
+    """Whether to show the Webhooks entry: a callable, so only a page that renders the nav asks.
+
+    The console views have already read the principal (principal_of caches it
+    on the request), so the nav costs no query there; admin pages never ask.
+    """
+    return {"holds_operator": lambda: holds_operator(principal_of(request))}

@@ -1,0 +1,308 @@
+"""The outbox (DESIGN §14, STYLE rule 17): announced events, written with the transition, fanned out after it.
+
+Writing: `claims.write_events` hands every Event it saves to `write`, which
+turns the announced ones into OutboxEvent rows and inserts them with one
+statement in the transition's transaction (the sweep inserts its own with
+set-based SQL, see services.sweep). A rolled-back transition leaves no row;
+a committed one cannot lose its row. On commit one fan-out task is enqueued
+with the new ids; if that enqueue is lost, the beat finds the row undispatched.
+
+Fan-out (`fan_out`): locks undispatched rows `FOR UPDATE SKIP LOCKED` (the
+last step of the lock order in services.claims), writes one WebhookMessage
+per active endpoint whose scope covers the event's and whose types want it,
+marks the rows dispatched, commits; then enqueues the messages' delivery and
+calls `notify.on_outbox_event` for each row. No network I/O under the lock.
+
+Event data carries ids, scope, state, revision, reasons, digests, tool names
+and the deadline; never a continuation, an admitted input or a secret.
+"""
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+
+from .. import digests, scopes
+from ..models import AdmissionSource, Event, OutboxEvent, Reason, RunState, WebhookEndpoint, WebhookFormat
+from ..models import WebhookMessage as Message
+from . import claims
+
+log = logging.getLogger(__name__)
+
+APPROVAL_REQUESTED = "approval.requested"
+APPROVAL_DECIDED = "approval.decided"
+ADMISSION_CREATED = "admission.created"
+SUSPENSION_EXPIRED = "suspension.expired"
+RUN_FINISHED = "run.finished"
+RUN_CLOSED = "run.closed"
+
+# Tasks are enqueued by name: services never import the tasks module (it imports them).
+FAN_OUT_TASK = "suspensions.tasks.fan_out_outbox"
+DELIVER_TASK = "suspensions.tasks.deliver_messages"
+# An event held back behind an earlier event of its run (being fanned out elsewhere) is tried again this soon.
+DEFERRED_COUNTDOWN = 1.0
+BATCH = 200
+
+# The run's state once the event's change is written.
+STATE_AFTER = {
+    "suspended": RunState.PAUSED,
+    "admitted": RunState.RUNNING,
+    "denied": RunState.FAILED,
+    "completed": RunState.COMPLETED,
+    "failed": RunState.FAILED,
+    "cancelled": RunState.CANCELLED,
+    "closed": RunState.INCOMPLETE,
+    "expired": RunState.EXPIRED,
+}
+# Admissions that wait for an engine's start; a one-shot resume starts in its own transaction.
+WORK = frozenset({AdmissionSource.APPROVAL, AdmissionSource.AGENT_REPLY, AdmissionSource.DISPATCH})
+
+
+# -- writing, in the transition's transaction ------------------------------------------------
+
+
+def announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The (type, data) pairs an event announces: none, one or two (an approval admits work too).
+
+    `extra` is what the event's own data lacks: `agent_id` and `tools` for an
+    approval pause, `reason` (the pause's) for a dispatch claim.
+    """
+    d = row.data
+    base = {"run_id": str(row.run_id), "scope": row.scope, "revision": row.revision}
+    if row.kind in STATE_AFTER:
+        base["state"] = str(STATE_AFTER[row.kind])
+    pause = {"suspension_id": d.get("suspension_id")}
+    if row.kind == "suspended" and d.get("reason") == Reason.APPROVAL:
+        yield (
+            APPROVAL_REQUESTED,
+            {
+                **base,
+                **pause,
+                "reason": Reason.APPROVAL.value,
+                "agent_id": extra.get("agent_id", ""),
+                "tools": list(dict.fromkeys(extra.get("tools", []))),
+                "deadline": d.get("expires_at"),
+                "requested_by": row.actor,
+            },
+        )
+    elif row.kind == "admitted":
+        source = d.get("source")
+        answered = source == AdmissionSource.APPROVAL or (
+            source == AdmissionSource.DISPATCH and extra.get("reason") == Reason.APPROVAL
+        )
+        if answered:
+            decision = "approve" if source == AdmissionSource.APPROVAL else "respond"
+            yield (
+                APPROVAL_DECIDED,
+                {**base, **pause, "reason": "approval", "decision": decision, "decided_by": row.actor},
+            )
+        if source in WORK:
+            work = {"admission_id": d.get("admission_id"), "source": source, "request_digest": d.get("request_digest")}
+            yield ADMISSION_CREATED, {**base, **pause, **work}
+    elif row.kind == "denied":
+        yield APPROVAL_DECIDED, {**base, **pause, "reason": "approval", "decision": "deny", "decided_by": row.actor}
+        # A denial fails the run: engines that follow run.finished learn of it there too.
+        yield RUN_FINISHED, base
+    elif row.kind in ("completed", "failed", "cancelled"):
+        yield RUN_FINISHED, base
+    elif row.kind == "closed":
+        yield RUN_CLOSED, {**base, **pause, "request_digest": d.get("request_digest")}
+
+
+def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
+    """Insert the outbox rows the saved `rows` announce, in ONE statement, and enqueue their fan-out on commit.
+
+    Call inside the transition's transaction, after the events are saved.
+    Writes nothing (no statement) when no row is announced.
+    """
+    built = []
+    for row in rows:
+        for type_, data in announced(row, extra):
+            event = OutboxEvent(run_id=row.run_id, type=type_, data=data, created_at=row.at)
+            event.stamp_scope(row.scope)
+            built.append(event)
+    if built:
+        OutboxEvent.objects.bulk_create(built)
+        enqueue_fan_out([e.id for e in built])
+    return built
+
+
+def expired_data(
+    *, run_id: Any, suspension_id: Any, scope: str, revision: int, reason: str, deadline: datetime, admission_id: Any
+) -> dict[str, Any]:
+    """The data of a `suspension.expired` event, for the sweep's set-based insert."""
+    data = {
+        "run_id": str(run_id),
+        "suspension_id": str(suspension_id),
+        "scope": scope,
+        "state": RunState.EXPIRED.value,
+        "revision": revision,
+        "reason": reason,
+        "deadline": digests.rfc3339(deadline),
+    }
+    if admission_id is not None:
+        data["admission_id"] = str(admission_id)
+    return data
+
+
+def enqueue_fan_out(ids: list[int] | None, countdown: float | None = None) -> None:
+    """On commit, one fan-out task for `ids` (None: whatever is undispatched). A lost enqueue is the beat's."""
+
+    def send() -> None:
+        current_app.send_task(FAN_OUT_TASK, args=[ids], countdown=countdown)
+
+    # robust: a broker that is down must not turn a committed transition into an error.
+    transaction.on_commit(send, robust=True)
+
+
+def enqueue_delivery(message_ids: Sequence[Any], countdown: float | None = None) -> None:
+    """On commit, one delivery task per message, so one slow receiver does not hold up the others."""
+
+    def send() -> None:
+        for message_id in message_ids:
+            current_app.send_task(DELIVER_TASK, args=[[str(message_id)]], countdown=countdown)
+
+    if message_ids:
+        transaction.on_commit(send, robust=True)
+
+
+# -- fan-out, in its own transaction -----------------------------------------------------------
+
+
+@dataclass
+class FanOut:
+    dispatched: list[OutboxEvent] = field(default_factory=list)
+    messages: int = 0
+    deferred: list[int] = field(default_factory=list)
+
+
+def fan_out(*, ids: Sequence[int] | None = None, older_than: timedelta | None = None, limit: int = BATCH) -> FanOut:
+    """Fan out up to `limit` undispatched events (`ids`, or the oldest); see the module docstring.
+
+    Locks the events FOR UPDATE SKIP LOCKED: an event another fan-out holds
+    is theirs. An event whose run has an earlier undispatched event this call
+    does not hold is deferred (enqueued again shortly): the messages of a run
+    are created in event order, which the per-run delivery order relies on.
+    Notifies after the commit; a notifier's failure is logged, never raised.
+    """
+    with transaction.atomic():
+        now = claims.db_now()
+        query = OutboxEvent.objects.filter(dispatched_at__isnull=True)
+        if ids is not None:
+            query = query.filter(id__in=list(ids))
+        if older_than is not None:
+            query = query.filter(created_at__lte=now - older_than)
+        held = list(query.order_by("created_at").select_for_update(skip_locked=True)[:limit])
+        ready, deferred = _in_run_order(held)
+        messages = _messages(ready, now)
+        Message.objects.bulk_create(messages, ignore_conflicts=True)
+        OutboxEvent.objects.filter(id__in=[e.id for e in ready]).update(dispatched_at=now)
+        enqueue_delivery([m.id for m in messages])
+        if deferred:
+            enqueue_fan_out(deferred, countdown=DEFERRED_COUNTDOWN)
+    _notify(ready)
+    return FanOut(dispatched=ready, messages=len(messages), deferred=deferred)
+
+
+def fan_out_lost(*, older_than: timedelta) -> int:
+    """The beat's pass: fan out every event still undispatched `older_than` after it was written."""
+    total = 0
+    while True:
+        result = fan_out(older_than=older_than)
+        total += len(result.dispatched)
+        # A batch held back whole waits for the fan-out that holds its runs' earlier events: stop, not spin.
+        if not result.dispatched or len(result.dispatched) + len(result.deferred) < BATCH:
+            return total
+
+
+def _in_run_order(held: list[OutboxEvent]) -> tuple[list[OutboxEvent], list[int]]:
+    """(events to fan out now in id order, ids held back behind an earlier undispatched event of their run)."""
+    held.sort(key=lambda e: e.id)
+    runs = {e.run_id for e in held if e.run_id is not None}
+    if not runs:
+        return held, []
+    earlier: dict[Any, int] = {}
+    others = (
+        OutboxEvent.objects.filter(run_id__in=runs, dispatched_at__isnull=True)
+        .exclude(id__in=[e.id for e in held])
+        .values_list("run_id", "id")
+    )
+    for run_id, other in others:
+        earlier[run_id] = min(other, earlier.get(run_id, other))
+    ready = [e for e in held if e.run_id is None or e.id < earlier.get(e.run_id, e.id + 1)]
+    return ready, [e.id for e in held if e not in ready]
+
+
+def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
+    """One message per (event, active endpoint covering its scope and wanting its type)."""
+    covering = {e.id: [p for p in scopes.levels(e.scope).values() if p] for e in events}
+    wanted = {p for prefixes in covering.values() for p in prefixes}
+    if not wanted:
+        return []
+    endpoints = list(WebhookEndpoint.objects.filter(active=True, scope__in=wanted).order_by("created_at"))
+    messages = []
+    for event in events:
+        for endpoint in endpoints:
+            if endpoint.scope not in covering[event.id]:
+                continue
+            if endpoint.event_types and event.type not in endpoint.event_types:
+                continue
+            message = Message(
+                endpoint=endpoint,
+                event_id=event.id,
+                run_id=event.run_id,
+                type=event.type,
+                body=body_of(event, endpoint.format),
+                next_attempt_at=now,
+                created_at=now,
+            )
+            message.stamp_scope(endpoint.scope)
+            messages.append(message)
+    return messages
+
+
+def body_of(event: OutboxEvent, format: str = WebhookFormat.STANDARD) -> str:
+    """The exact body sent on every attempt: `{"type","timestamp","data"}` as canonical JSON, or Slack's text."""
+    if format == WebhookFormat.SLACK:
+        return digests.canonical({"text": slack_text(event)}).decode("utf-8")
+    body = {"type": event.type, "timestamp": digests.rfc3339(event.created_at), "data": event.data}
+    return digests.canonical(body).decode("utf-8")
+
+
+def slack_text(event: OutboxEvent) -> str:
+    """A readable line for a Slack incoming webhook: agent, tools, deadline and the console link."""
+    d = event.data
+    base = settings.CONSOLE_BASE_URL
+    if event.type == APPROVAL_REQUESTED:
+        tools = ", ".join(d.get("tools") or []) or "a tool"
+        deadline = d.get("deadline") or "no deadline"
+        link = f"{base}/console/approvals/{d.get('suspension_id')}/"
+        text = (
+            f"Approval needed: {_esc(d.get('agent_id') or 'an agent')} wants to call {_esc(tools)} "
+            f"in {_esc(event.scope)}. Deadline: {deadline}."
+        )
+        return f"{text} <{link}|Approve or deny>"
+    link = f"{base}/console/runs/{d.get('run_id')}/"
+    detail = f" ({d['decision']} by {_esc(d.get('decided_by', ''))})" if "decision" in d else ""
+    text = f"{event.type}{detail}: run {d.get('run_id')} in {_esc(event.scope)} is {d.get('state', '?')}."
+    return f"{text} <{link}|Open the run>"
+
+
+def _esc(text: str) -> str:
+    # Slack's control characters: engine-supplied names must not become links or mentions.
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _notify(events: list[OutboxEvent]) -> None:
+    from .. import notify
+
+    for event in events:
+        try:
+            notify.on_outbox_event(event)
+        except Exception:
+            log.exception("notifying outbox event %s failed", event.id)

@@ -1,0 +1,85 @@
+"""Real webhook receivers for the push tests: `http.server` in a thread on 127.0.0.1.
+
+A receiver answers from a script (one status per request, then its default),
+records every request (headers and body bytes) and can hold its first request
+open, like a receiver that hangs, until the test lets it go.
+"""
+
+import socket
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from standardwebhooks.webhooks import Webhook
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+    status: int
+
+
+@dataclass
+class Receiver:
+    port: int
+    statuses: list[int] = field(default_factory=list)
+    default: int = 200
+    hang_first: bool = False
+    requests: list[Received] = field(default_factory=list)
+    released: threading.Event = field(default_factory=threading.Event)
+    arrived: threading.Event = field(default_factory=threading.Event)
+    server: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+    def start(self) -> "Receiver":
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                first = not receiver.requests
+                status = receiver.statuses.pop(0) if receiver.statuses else receiver.default
+                receiver.requests.append(Received({k.lower(): v for k, v in self.headers.items()}, body, status))
+                receiver.arrived.set()
+                if first and receiver.hang_first:
+                    receiver.released.wait(120)
+                self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", "http://127.0.0.1:1/elsewhere")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self.released.set()
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def verified(self, secret: str) -> list[Any]:
+        """Every request's body, each checked with the standardwebhooks library (raises on a bad signature)."""
+        return [Webhook(secret).verify(r.body, r.headers) for r in self.requests]
+
+    def ids(self) -> list[str]:
+        return [r.headers["webhook-id"] for r in self.requests]
+
+
+def free_port() -> int:
+    """A port nothing listens on (yet): a receiver that is down."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

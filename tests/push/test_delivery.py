@@ -1,0 +1,221 @@
+"""Delivery in this process against real receivers (DESIGN §14): signing, retries, 410, order, leases, safety.
+
+The Celery worker is left out here (tests/push/test_workers.py runs one); the
+enqueues are recorded instead of sent, and each step is called directly.
+"""
+
+import json
+import socket
+from datetime import timedelta
+
+import pytest
+from standardwebhooks.webhooks import Webhook
+
+from suspensions import services
+from suspensions.models import DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookMessage
+from suspensions.observability import metrics
+from suspensions.services import delivery, outbox
+from suspensions.services.claims import db_now
+from suspensions.services.webhooks import new_secret
+from tests.factories import principal
+from tests.helpers import call, continuation
+
+from .conftest import make_endpoint
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def enqueued(monkeypatch, settings):
+    """The tasks this process would have sent to the broker, by name and arguments."""
+    settings.WEBHOOK_RETRY_SCHEDULE = [0.2, 0.2]
+    sent = []
+    monkeypatch.setattr(outbox.current_app, "send_task", lambda name, args, countdown=None: sent.append((name, args)))
+    return sent
+
+
+def paused(scope="acme"):
+    engine = principal("token:engine", scope)
+    run = services.register_run(principal=engine, agent_id="agent-1", scope=scope)
+    return services.suspend_run(
+        principal=engine,
+        run_id=run.id,
+        revision=1,
+        reason="approval",
+        pending=[call()],
+        continuation=continuation(),
+        ttl_seconds=3600,
+    )
+
+
+def message_to(endpoint):
+    """The message of one fresh approval pause to `endpoint`."""
+    s = paused(endpoint.scope)
+    outbox.fan_out()
+    return WebhookMessage.objects.get(endpoint=endpoint, run_id=s.run_id)
+
+
+def due_now(message):
+    """What the schedule's wait (or a lease) running out looks like, without sleeping through it."""
+    WebhookMessage.objects.filter(pk=message.pk).update(next_attempt_at=db_now() - timedelta(seconds=1))
+
+
+def attempts(message):
+    return list(DeliveryAttempt.objects.filter(message=message).order_by("number").values_list("number", "status_code"))
+
+
+def test_a_delivery_is_signed_so_a_standard_webhooks_library_verifies_it(receiver):
+    r = receiver()
+    endpoint = make_endpoint(url=r.url)
+    message = message_to(endpoint)
+    assert delivery.deliver(message.id) == "delivered"
+    (received,) = r.requests
+    assert Webhook(endpoint.secret).verify(received.body, received.headers)["type"] == "approval.requested"
+    assert received.body.decode() == message.body
+    assert received.headers["webhook-id"] == str(message.id)
+    assert received.headers["content-type"] == "application/json"
+    message.refresh_from_db()
+    assert (message.status, message.attempts, attempts(message)) == (MessageStatus.DELIVERED, 1, [(1, 200)])
+
+
+def test_a_rotated_secret_signs_beside_the_new_one_until_it_expires(receiver):
+    r = receiver()
+    old = new_secret()
+    endpoint = make_endpoint(url=r.url, previous_secret=old, previous_secret_expires_at=db_now() + timedelta(hours=1))
+    delivery.deliver(message_to(endpoint).id)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(previous_secret_expires_at=db_now() - timedelta(seconds=1))
+    delivery.deliver(message_to(endpoint).id)
+    during, after = r.requests
+    assert len(during.headers["webhook-signature"].split(" ")) == 2
+    Webhook(old).verify(during.body, during.headers)
+    Webhook(endpoint.secret).verify(during.body, during.headers)
+    assert len(after.headers["webhook-signature"].split(" ")) == 1
+    Webhook(endpoint.secret).verify(after.body, after.headers)
+
+
+def test_a_failing_receiver_is_retried_on_the_schedule_with_the_same_id_then_the_message_fails(receiver, enqueued):
+    r = receiver(default=500)
+    message = message_to(make_endpoint(url=r.url))
+    outcomes = [delivery.deliver(message.id)]
+    for _ in range(2):
+        due_now(message)
+        outcomes.append(delivery.deliver(message.id))
+    message.refresh_from_db()
+    assert outcomes == ["retry", "retry", "failed"]
+    assert (message.status, attempts(message)) == (MessageStatus.FAILED, [(1, 500), (2, 500), (3, 500)])
+    assert set(r.ids()) == {str(message.id)}
+    # Short waits go to the broker as countdown tasks; the beat's pass is the net under them.
+    assert [args for name, args in enqueued if name == outbox.DELIVER_TASK][-2:] == [[[str(message.id)]]] * 2
+
+
+def test_a_410_disables_the_endpoint_and_fails_its_pending_messages(receiver):
+    r = receiver(default=410)
+    endpoint = make_endpoint(url=r.url)
+    first, second = message_to(endpoint), message_to(endpoint)
+    assert delivery.deliver(first.id) == "gone"
+    endpoint.refresh_from_db()
+    assert (endpoint.active, "410" in endpoint.disabled_reason) == (False, True)
+    statuses = set(WebhookMessage.objects.filter(pk__in=[first.pk, second.pk]).values_list("status", flat=True))
+    assert statuses == {MessageStatus.FAILED}
+    assert attempts(first) == [(1, 410)] and attempts(second) == []
+
+
+def test_a_redirect_is_a_failure_and_is_not_followed(receiver):
+    r = receiver(default=302)
+    message = message_to(make_endpoint(url=r.url))
+    assert delivery.deliver(message.id) == "retry"
+    attempt = DeliveryAttempt.objects.get(message=message)
+    assert attempt.status_code == 302 and "not followed" in attempt.error
+    assert len(r.requests) == 1
+
+
+def test_a_loopback_receiver_is_refused_without_webhook_allow_private_and_the_attempt_says_why(receiver, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    r = receiver()
+    message = message_to(make_endpoint(url=r.url))
+    assert delivery.deliver(message.id) == "retry"
+    attempt = DeliveryAttempt.objects.get(message=message)
+    assert (attempt.status_code, r.requests) == (None, [])
+    assert "127.0.0.1 is a loopback address" in attempt.error
+
+
+def test_the_request_goes_to_the_checked_address_with_the_name_in_the_host_header(receiver, monkeypatch):
+    r = receiver()
+    real = socket.getaddrinfo
+
+    def resolver(host, port, *args, **kwargs):
+        return real("127.0.0.1" if host == "hooks.example.test" else host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    message = message_to(make_endpoint(url=f"http://hooks.example.test:{r.port}/in"))
+    assert delivery.deliver(message.id) == "delivered"
+    assert r.requests[0].headers["host"] == f"hooks.example.test:{r.port}"
+
+
+def test_a_later_message_of_a_run_waits_until_the_earlier_one_to_the_same_endpoint_is_settled(receiver, enqueued):
+    r = receiver(statuses=[500])
+    endpoint = make_endpoint(url=r.url)
+    s = paused()
+    services.deny_approval(
+        principal=principal("user:bob"),
+        suspension_id=s.id,
+        version=services.Version(run_id=s.run_id, suspension_id=s.id, run_revision=2),
+        reason="no",
+    )
+    outbox.fan_out()
+    requested, decided, finished = WebhookMessage.objects.filter(endpoint=endpoint).order_by("event_id")
+    assert delivery.deliver(requested.id) == "retry"
+    assert delivery.deliver(decided.id) is None  # its run's earlier message is still pending
+    due_now(requested)
+    assert delivery.deliver(requested.id) == "delivered"
+    # Settling the first hands the next one of its run to a worker at once.
+    assert enqueued[-1] == (outbox.DELIVER_TASK, [[str(decided.id)]])
+    assert [delivery.deliver(decided.id), delivery.deliver(finished.id)] == ["delivered", "delivered"]
+    assert [json.loads(x.body)["type"] for x in r.requests] == [
+        "approval.requested",
+        "approval.requested",
+        "approval.decided",
+        "run.finished",
+    ]
+
+
+def test_a_claimed_message_is_not_claimed_again_until_its_lease_is_over(receiver):
+    message = message_to(make_endpoint(url=receiver().url))
+    assert delivery.claim(message.id) is not None
+    # The worker that claimed it died before recording anything: the message waits out its lease.
+    assert delivery.claim(message.id) is None and delivery.claim() is None
+    due_now(message)
+    assert delivery.deliver() == "delivered"
+    assert attempts(message) == [(1, 200)]
+
+
+def test_a_disabled_endpoint_gets_no_attempt_until_it_is_enabled_again(receiver):
+    r = receiver()
+    endpoint = make_endpoint(url=r.url)
+    message = message_to(endpoint)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(active=False)
+    assert (delivery.deliver(message.id), delivery.has_due()) == (None, False)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(active=True)
+    assert delivery.deliver_due(max_seconds=30) == 1
+    assert len(r.requests) == 1
+
+
+def test_a_slack_endpoint_gets_the_text_unsigned(receiver):
+    r = receiver()
+    delivery.deliver(message_to(make_endpoint(url=r.url, format="slack")).id)
+    (received,) = r.requests
+    assert "webhook-signature" not in received.headers
+    assert set(json.loads(received.body)) == {"text"}
+
+
+def test_deliveries_are_counted_by_outcome_and_the_backlog_is_a_gauge(receiver):
+    def delivered():
+        return metrics.WEBHOOK_DELIVERIES.labels(outcome="delivered")._value.get()
+
+    before = delivered()
+    r = receiver()
+    endpoint = make_endpoint(url=r.url)
+    delivery.deliver(message_to(endpoint).id)
+    message_to(endpoint)
+    assert delivered() == before + 1
+    assert "suspensions_webhook_backlog 1.0" in metrics.exposition().decode()
