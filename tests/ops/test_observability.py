@@ -10,7 +10,6 @@ import io
 import json
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from suspensions.models import Reason, Run, Suspension, SweepHeartbeat
 from suspensions.observability import celery_signals, context, heartbeat, logs, metrics
 from suspensions.services import db_now
 from tests.helpers import client, envelope, pause, post, register, resume
+from tests.processes import Processes, child_env
 
 # -- reading a scrape -------------------------------------------------------------------------
 
@@ -500,12 +500,6 @@ def test_readyz_checks_the_broker_once_for_several_probes(db, broker_ok, setting
 # -- several processes ----------------------------------------------------------------------------
 
 
-def database_url():
-    db = connection.settings_dict
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -538,32 +532,15 @@ def child_exit(server, worker):
 @pytest.fixture
 def processes(transactional_db, tmp_path):
     """start(command, name) runs a process on the test database with a shared PROMETHEUS_MULTIPROC_DIR."""
-    started = []
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),
-        "LOG_LEVEL": "INFO",
-    }
+    procs = Processes()
+    env = child_env(PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prometheus"), LOG_LEVEL="INFO")
 
     def start(command, name):
-        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed at teardown
-        proc = subprocess.Popen(
-            command, cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        started.append((proc, log))
+        procs.start(command, env=env, log_path=tmp_path / f"{name}.log")
         return tmp_path / f"{name}.log"
 
     yield start
-    for proc, log in started:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+    procs.stop_all()
 
 
 def http_get(url):

@@ -1,20 +1,11 @@
 """Fixtures of the push tests: real receivers on 127.0.0.1 and real Celery workers on Redis."""
 
-import os
-import signal
-import subprocess
-import sys
-import time
-import uuid
-from pathlib import Path
-
 import pytest
-from django.conf import settings
-from django.db import connection
 
 from suspensions.models import WebhookEndpoint
 from suspensions.services.claims import db_now
 from suspensions.services.webhooks import new_secret
+from tests.processes import Processes, celery_worker, child_env, wait_for
 
 from .receivers import Receiver, free_port
 
@@ -42,61 +33,29 @@ def receiver():
         r.stop()
 
 
-def database_url():
-    db = connection.settings_dict
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 @pytest.fixture
 def worker(transactional_db, tmp_path):
     """worker(**env) runs `celery worker --beat` on the test database with short webhook delays, once ready.
 
     Every worker is stopped at teardown.
     """
-    started = []
+    procs = Processes()
 
     def start(**extra_env):
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-            "WEBHOOK_ALLOW_PRIVATE": "1",
-            "WEBHOOK_RETRY_SCHEDULE": "0.2,0.2",
-            "WEBHOOK_SWEEP_SECONDS": "1",
-            "WEBHOOK_LEASE_SECONDS": "2",
+        env = child_env(
+            WEBHOOK_ALLOW_PRIVATE="1",
+            WEBHOOK_RETRY_SCHEDULE="0.2,0.2",
+            WEBHOOK_SWEEP_SECONDS="1",
+            WEBHOOK_LEASE_SECONDS="2",
             **extra_env,
-        }
-        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        name = f"push-test-{uuid.uuid4().hex[:8]}@%h"
-        command = [str(Path(sys.executable).parent / "celery"), "-A", "suspensions_project", "worker", "--beat"]
-        command += ["--concurrency", "1", "--loglevel", "info", "--purge", "-n", name]
-        command += ["--schedule", str(tmp_path / f"beat-{len(started)}")]
-        path = tmp_path / f"worker-{len(started)}.log"
-        log = open(path, "w")  # noqa: SIM115 - closed at teardown
-        proc = subprocess.Popen(
-            command, cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        started.append((proc, log))
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        number = len(procs.started)
+        path = tmp_path / f"worker-{number}.log"
+        proc = procs.start(celery_worker(tmp_path, number, "push-test"), env=env, log_path=path)
         # Ready once it consumes: what is enqueued before its --purge would be purged (and left to the beat).
-        wait_for(lambda: " ready." in path.read_text(), f"worker {name} to be ready (log: {path})")
+        wait_for(lambda: " ready." in path.read_text(), f"worker {number} to be ready (log: {path})")
         return proc
 
     yield start
-    for proc, log in started:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        log.close()
-
-
-def wait_for(condition, what, seconds=60):
-    """Poll until `condition()` holds; a bounded wait, failing the test past it."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+    procs.stop_all()

@@ -15,8 +15,9 @@ from suspensions.models import DeliveryAttempt, MessageStatus, WebhookMessage
 from suspensions.services import webhooks
 from tests.factories import principal
 from tests.helpers import call, continuation
+from tests.processes import wait_for
 
-from .conftest import make_endpoint, wait_for
+from .conftest import make_endpoint
 from .receivers import free_port
 
 pytestmark = pytest.mark.slow

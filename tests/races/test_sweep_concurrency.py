@@ -7,17 +7,11 @@ written through T2 and T4) so the suite spends its time racing, not setting up.
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
-import time
-import uuid
 from collections import Counter
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.db.models import DateTimeField, ExpressionWrapper, Value
 
@@ -37,7 +31,9 @@ from suspensions.models import (
 )
 from suspensions.principals import Principal
 from suspensions.services.claims import ClockTimestamp, db_now
+from tests import processes
 from tests.helpers import call, continuation
+from tests.processes import Processes, celery_worker, child_env
 
 ENGINE = Principal(name="token:engine", grants=(("acme", frozenset({"engine"})),))
 KINDS = ("external_tool", "approval", "admitted")
@@ -221,54 +217,25 @@ def test_two_sweeps_at_once_over_five_thousand_due_rows_expire_each_row_exactly_
 # -- real Celery workers -------------------------------------------------------------------
 
 
-def database_url():
-    db = connection.settings_dict
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 @pytest.fixture
 def workers(transactional_db, tmp_path):
     """start(**env) runs `celery worker --beat` on the test database; every worker is stopped at teardown."""
-    started = []
+    procs = Processes()
 
     def start(**extra_env):
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-            "SWEEP_INTERVAL_SECONDS": "1",
-            **extra_env,
-        }
-        name = f"sweep-test-{uuid.uuid4().hex[:8]}@%h"
-        command = [str(Path(sys.executable).parent / "celery"), "-A", "suspensions_project", "worker", "--beat"]
-        command += ["--concurrency", "1", "--loglevel", "info", "--purge", "-n", name]
-        command += ["--schedule", str(tmp_path / f"beat-{len(started)}")]
-        log = open(tmp_path / f"worker-{len(started)}.log", "w")  # noqa: SIM115 - closed at teardown
-        proc = subprocess.Popen(
-            command, cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        number = len(procs.started)
+        env = child_env(SWEEP_INTERVAL_SECONDS="1", **extra_env)
+        return procs.start(
+            celery_worker(tmp_path, number, "sweep-test"), env=env, log_path=tmp_path / f"worker-{number}.log"
         )
-        started.append((proc, log))
-        return proc
 
     yield start
-    for proc, log in started:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        log.close()
+    procs.stop_all()
 
 
 def wait_for(condition, what, seconds=90):
     """Poll the database until `condition()` holds; a bounded wait, failing the test past it."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
+    processes.wait_for(condition, what, seconds=seconds, step=0.01)
 
 
 def expired_count():
