@@ -120,7 +120,8 @@ def claimed_body(claimed: Any) -> dict[str, Any]:
         "run_state": claimed.run.state,
     }
     if claimed.admission is not None:
-        body["admission"] = admission_receipt(claimed.admission, fresh=claimed.fresh)
+        admission_fresh = claimed.fresh if claimed.admission_fresh is None else claimed.admission_fresh
+        body["admission"] = admission_receipt(claimed.admission, fresh=admission_fresh)
     if claimed.start is not None:
         body["start"] = start_receipt(claimed.start)
     body["fresh"] = claimed.fresh

@@ -1,6 +1,8 @@
 """Cursor pagination: opaque, bounded, stable under inserts."""
 
+from base64 import b64decode
 from typing import Any
+from urllib import parse
 
 from django.core.exceptions import ValidationError
 from django.db import DataError
@@ -8,6 +10,14 @@ from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
 
 from ..exceptions import InvalidRequest
+
+
+def _issued(encoded: str) -> bool:
+    try:
+        tokens = parse.parse_qs(b64decode(encoded.encode("ascii")).decode("ascii"), keep_blank_values=True)
+    except (TypeError, ValueError, UnicodeError):
+        return False
+    return bool(tokens) and set(tokens) <= {"o", "r", "p"}
 
 
 def bad_cursor() -> InvalidRequest:
@@ -39,9 +49,16 @@ class IdCursorPagination(CursorPagination):
     def decode_cursor(self, request: Any) -> Cursor | None:
         # DRF answers a tampered cursor with 404; it is a malformed request (400), the page exists.
         try:
-            return super().decode_cursor(request)
+            cursor = super().decode_cursor(request)
         except NotFound:
             raise bad_cursor() from None
+        # DRF reads any base64 text as a cursor, defaulting what it lacks, so
+        # base64("not-a-cursor") would be the first page. A cursor it issued
+        # holds only its own keys, and at least one of them.
+        encoded = request.query_params.get(self.cursor_query_param)
+        if encoded is not None and not _issued(encoded):
+            raise bad_cursor()
+        return cursor
 
     def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> list[Any] | None:
         # A well-formed cursor whose position is not a value of the ordering field

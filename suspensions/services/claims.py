@@ -96,6 +96,9 @@ class Claimed:
     suspension: Suspension | None = None
     fresh: bool = True
     results: list[dict[str, Any]] | None = None
+    # False when the admission was made by an earlier call (a start of admitted work):
+    # its receipt is fresh only in the answer to the call that created it (DESIGN §2).
+    admission_fresh: bool | None = None
 
 
 def db_now() -> datetime:

@@ -133,4 +133,4 @@ def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claime
         admission.state = AdmissionState.STARTED
         start, started = write_start(run=run, admission=admission, suspension=live, actor=principal.name, now=now)
         write_events(started)
-    return Claimed(run=run, admission=admission, start=start, suspension=live)
+    return Claimed(run=run, admission=admission, start=start, suspension=live, admission_fresh=False)

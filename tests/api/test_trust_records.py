@@ -133,7 +133,7 @@ def test_the_latest_admission_does_not_depend_on_id_order(engine):
 # -- cursors and unknown paths (§16) -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("cursor", ["garbage", "cD0yMDI2", "cj0xJnA9bm90LWEtdXVpZA=="])
+@pytest.mark.parametrize("cursor", ["garbage", "cD0yMDI2", "cj0xJnA9bm90LWEtdXVpZA==", "bm90LWEtY3Vyc29y", "eD0x"])
 def test_a_tampered_cursor_is_a_bad_request(engine, cursor):
     pause(engine)
     refused(lambda: engine.get("/api/v1/runs", {"cursor": cursor}), 400, "invalid_request")
@@ -173,3 +173,20 @@ def test_a_list_filter_time_out_of_range_in_utc_is_a_bad_request(engine, param):
     pause(engine)
     body = refused(lambda: engine.get("/api/v1/runs", {param: "0001-01-01T00:00:00+01:00"}), 400, "invalid_request")
     assert param in body["errors"]
+
+
+def test_the_cursors_the_api_issues_still_page(engine):
+    for _ in range(3):
+        pause(engine)
+    first = engine.get("/api/v1/runs", {"page_size": 2}).json()
+    second = engine.get(first["next"]).json()
+    assert len(first["results"]) == 2 and len(second["results"]) == 1
+    assert engine.get(second["previous"]).json()["results"] == first["results"]
+
+
+def test_a_start_of_admitted_work_answers_the_admission_as_not_fresh(engine, alice):
+    s = approval(engine)
+    admission = decide(alice, s).json()["admission"]
+    assert admission["fresh"] is True
+    started = post(engine, f"/api/v1/admissions/{admission['id']}/start", {}).json()
+    assert (started["fresh"], started["admission"]["fresh"]) == (True, False)
