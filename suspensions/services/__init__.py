@@ -5,7 +5,7 @@ runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
 resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
 approvals.py T4 approve and T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits (DESIGN §9)
-sweep.py    T9 expiry
+sweep.py    T9 expiry (its set-based SQL in sweep_sql.py)
 closure.py  T10 closure
 webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the module itself
 
