@@ -1,7 +1,7 @@
 """One renderer per wire shape (STYLE rule 15): receipts, pauses, claims, approvals.
 
 The API returns these dicts, the console reads them, and the OpenAPI schema
-documents them with the output serializers in api/serializers.py, which
+documents them with the output serializers in api/shapes.py, which
 tests/api/test_shapes.py holds to the same keys. Services return model
 instances and small dataclasses; nothing here touches the database.
 """

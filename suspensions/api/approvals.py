@@ -12,7 +12,7 @@ from .. import presenters, selectors
 from ..exceptions import Forbidden, NotFound
 from ..models import AdmissionSource
 from ..principals import Principal
-from . import serializers as s
+from . import shapes
 from .authentication import principal_of
 from .views import ERRORS
 
@@ -35,6 +35,6 @@ def find_approval(principal: Principal, suspension_id: UUID) -> dict[str, Any]:
 
 
 class ApprovalDetail(APIView):
-    @extend_schema(responses={200: s.ApprovalOut, **ERRORS})
+    @extend_schema(responses={200: shapes.ApprovalOut, **ERRORS})
     def get(self, request: Request, pk: UUID) -> Response:
         return Response(find_approval(principal_of(request), pk))

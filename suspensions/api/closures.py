@@ -14,7 +14,8 @@ from rest_framework.views import APIView
 from .. import digests, presenters, services
 from .authentication import principal_of
 from .fields import StrictInt, StrictStr
-from .serializers import ClaimVersion, ClosureReceiptOut, Strict
+from .serializers import ClaimVersion, Strict
+from .shapes import ClosureReceiptOut
 from .views import ERRORS, created, validated, version_of
 
 

@@ -12,7 +12,8 @@ from .. import presenters, services
 from ..models import Reason
 from .authentication import principal_of
 from .fields import AnyJSON, JSONObject, StrictInt, StrictStr
-from .serializers import ClaimedOut, ParkedWaitOut, Strict
+from .serializers import Strict
+from .shapes import ClaimedOut, ParkedWaitOut
 from .views import ERRORS, created, validated
 
 

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from .. import presenters, selectors
 from ..exceptions import NotFound
 from .authentication import principal_of
-from .serializers import ExpiryReceiptOut
+from .shapes import ExpiryReceiptOut
 from .views import ERRORS
 
 

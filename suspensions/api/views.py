@@ -15,6 +15,7 @@ from ..exceptions import Forbidden, NotFound
 from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
 from . import serializers as s
+from . import shapes
 from .authentication import principal_of
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
@@ -29,8 +30,8 @@ ERRORS = {
     413: PROBLEM,
     422: PROBLEM,
 }
-DECISION = PolymorphicProxySerializer("Decision", [s.ClaimedOut, s.DeniedOut], resource_type_field_name=None)
-CLAIMED = {200: s.ClaimedOut, 201: s.ClaimedOut, **ERRORS}
+DECISION = PolymorphicProxySerializer("Decision", [shapes.ClaimedOut, shapes.DeniedOut], resource_type_field_name=None)
+CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut, **ERRORS}
 
 
 def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -49,20 +50,20 @@ def created(body: dict[str, Any], fresh: bool) -> Response:
 
 
 def run_body(run: Run) -> dict[str, Any]:
-    return s.RunOut(run).data  # type: ignore[return-value]
+    return shapes.RunOut(run).data  # type: ignore[return-value]
 
 
 # -- runs ---------------------------------------------------------------------
 
 
 class RunList(generics.ListAPIView):
-    serializer_class = s.RunOut
+    serializer_class = shapes.RunOut
     filterset_class = RunFilter
 
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
-    @extend_schema(request=s.RegisterRun, responses={201: s.RunOut, **ERRORS})
+    @extend_schema(request=s.RegisterRun, responses={201: shapes.RunOut, **ERRORS})
     def post(self, request: Request) -> Response:
         data = validated(s.RegisterRun, request)
         run = services.register_run(principal=principal_of(request), **data)
@@ -70,14 +71,14 @@ class RunList(generics.ListAPIView):
 
 
 class RunDetail(generics.RetrieveAPIView):
-    serializer_class = s.RunOut
+    serializer_class = shapes.RunOut
 
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
 
 class RunEvents(generics.ListAPIView):
-    serializer_class = s.EventOut
+    serializer_class = shapes.EventOut
     pagination_class = OldestFirstPagination
 
     def get_queryset(self) -> QuerySet[Event]:
@@ -90,7 +91,7 @@ class RunEvents(generics.ListAPIView):
 
 
 class Suspend(APIView):
-    @extend_schema(request=s.Suspend, responses={201: s.SuspensionOut, **ERRORS})
+    @extend_schema(request=s.Suspend, responses={201: shapes.SuspensionOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Suspend, request)
         raw = request.data
@@ -118,21 +119,21 @@ class Resume(APIView):
 
 
 class Complete(APIView):
-    @extend_schema(request=s.Revision, responses={200: s.RunOut, **ERRORS})
+    @extend_schema(request=s.Revision, responses={200: shapes.RunOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Revision, request)
         return Response(run_body(services.complete_run(principal=principal_of(request), run_id=pk, **data)))
 
 
 class Fail(APIView):
-    @extend_schema(request=s.Fail, responses={200: s.RunOut, **ERRORS})
+    @extend_schema(request=s.Fail, responses={200: shapes.RunOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Fail, request)
         return Response(run_body(services.fail_run(principal=principal_of(request), run_id=pk, **data)))
 
 
 class Cancel(APIView):
-    @extend_schema(request=s.Revision, responses={200: s.RunOut, **ERRORS})
+    @extend_schema(request=s.Revision, responses={200: shapes.RunOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Revision, request)
         return Response(run_body(services.cancel_run(principal=principal_of(request), run_id=pk, **data)))
@@ -142,7 +143,7 @@ class Cancel(APIView):
 
 
 class SuspensionList(generics.ListAPIView):
-    serializer_class = s.SuspensionSummaryOut
+    serializer_class = shapes.SuspensionSummaryOut
     filterset_class = SuspensionFilter
     pagination_class = DeadlinePagination
 
@@ -155,7 +156,7 @@ class SuspensionList(generics.ListAPIView):
 
 
 class SuspensionDetail(APIView):
-    @extend_schema(responses={200: s.SuspensionOut, **ERRORS})
+    @extend_schema(responses={200: shapes.SuspensionOut, **ERRORS})
     def get(self, request: Request, pk: UUID) -> Response:
         susp = selectors.suspensions(principal_of(request)).filter(pk=pk).first()
         if susp is None:
@@ -197,7 +198,7 @@ def admission_rows(page: Any) -> list[dict[str, Any]]:
 
 
 class RunAdmissions(generics.ListAPIView):
-    serializer_class = s.AdmissionReceiptOut
+    serializer_class = shapes.AdmissionReceiptOut
     pagination_class = OldestFirstPagination
 
     def get_queryset(self) -> QuerySet[Admission]:
@@ -225,7 +226,7 @@ class RunAdmissions(generics.ListAPIView):
 
 
 class LatestAdmission(APIView):
-    @extend_schema(responses={200: s.LatestAdmissionOut, **ERRORS})
+    @extend_schema(responses={200: shapes.LatestAdmissionOut, **ERRORS})
     def get(self, request: Request, pk: UUID) -> Response:
         latest, start = selectors.latest_admission(principal_of(request), pk)
         if latest is None:
@@ -242,7 +243,7 @@ class AdmissionList(generics.ListAPIView):
     admissions under /runs/{id}/admissions instead.
     """
 
-    serializer_class = s.AdmissionReceiptOut
+    serializer_class = shapes.AdmissionReceiptOut
     filterset_class = AdmissionFilter
     pagination_class = AdmittedAtPagination
 
@@ -260,7 +261,7 @@ class AdmissionList(generics.ListAPIView):
 
 
 class StartAdmission(APIView):
-    @extend_schema(request=None, responses={201: s.ClaimedOut, **ERRORS})
+    @extend_schema(request=None, responses={201: shapes.ClaimedOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         claimed = services.start_admission(principal=principal_of(request), admission_id=pk)
         return created(presenters.claimed_body(claimed), True)

@@ -14,16 +14,17 @@ from .. import presenters, selectors
 from ..models import WebhookEndpoint, WebhookMessage
 from ..services import webhooks
 from . import serializers as s
+from . import shapes
 from .authentication import principal_of
 from .views import ERRORS, validated
 
-ACCEPTED = {202: s.WebhookMessageOut, **ERRORS}
+ACCEPTED = {202: shapes.WebhookMessageOut, **ERRORS}
 
 
 class WebhookList(generics.ListAPIView):
     """The endpoints of the caller's operator scopes, newest first (403 without the role anywhere)."""
 
-    serializer_class = s.WebhookEndpointOut
+    serializer_class = shapes.WebhookEndpointOut
 
     def get_queryset(self) -> QuerySet[WebhookEndpoint]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
@@ -36,7 +37,7 @@ class WebhookList(generics.ListAPIView):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response([presenters.webhook_endpoint(e) for e in page or []])
 
-    @extend_schema(request=s.CreateWebhook, responses={201: s.WebhookEndpointSecretOut, **ERRORS})
+    @extend_schema(request=s.CreateWebhook, responses={201: shapes.WebhookEndpointSecretOut, **ERRORS})
     def post(self, request: Request) -> Response:
         data = validated(s.CreateWebhook, request)
         endpoint, secret = webhooks.create_endpoint(principal=principal_of(request), **{"scope": None, **data})
@@ -44,27 +45,27 @@ class WebhookList(generics.ListAPIView):
 
 
 class WebhookDetail(APIView):
-    @extend_schema(responses={200: s.WebhookEndpointOut, **ERRORS})
+    @extend_schema(responses={200: shapes.WebhookEndpointOut, **ERRORS})
     def get(self, request: Request, pk: UUID) -> Response:
         return Response(presenters.webhook_endpoint(webhooks.endpoint_of(principal_of(request), pk)))
 
 
 class DisableWebhook(APIView):
-    @extend_schema(request=None, responses={200: s.WebhookEndpointOut, **ERRORS})
+    @extend_schema(request=None, responses={200: shapes.WebhookEndpointOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint = webhooks.disable_endpoint(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint(endpoint))
 
 
 class EnableWebhook(APIView):
-    @extend_schema(request=None, responses={200: s.WebhookEndpointOut, **ERRORS})
+    @extend_schema(request=None, responses={200: shapes.WebhookEndpointOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint = webhooks.enable_endpoint(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint(endpoint))
 
 
 class RotateWebhookSecret(APIView):
-    @extend_schema(request=None, responses={200: s.WebhookEndpointSecretOut, **ERRORS})
+    @extend_schema(request=None, responses={200: shapes.WebhookEndpointSecretOut, **ERRORS})
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint, secret = webhooks.rotate_secret(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint_with_secret(endpoint, secret))
@@ -80,7 +81,7 @@ class TestWebhook(APIView):
 class WebhookMessages(generics.ListAPIView):
     """The endpoint's messages, newest first, each with its attempts."""
 
-    serializer_class = s.WebhookMessageOut
+    serializer_class = shapes.WebhookMessageOut
 
     def get_queryset(self) -> QuerySet[WebhookMessage]:
         if getattr(self, "swagger_fake_view", False):

@@ -1,4 +1,4 @@
-"""Each wire shape is rendered once (suspensions/presenters.py) and documented once (api/serializers.py).
+"""Each wire shape is rendered once (suspensions/presenters.py) and documented once (api/shapes.py).
 
 The two must name the same fields: every key the presenter writes is
 documented, and every field the schema calls required is written.
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from suspensions import presenters
-from suspensions.api import serializers as s
+from suspensions.api import shapes
 from suspensions.models import Admission, Approval, ClosureReceipt, ExpiryReceipt, Start, Suspension
 from tests.helpers import pause, post, resume, version
 
@@ -23,19 +23,19 @@ def keys_match(body: dict[str, Any], serializer: Any) -> None:
 
 def test_a_one_shot_resume_answers_the_documented_claim_shape(engine):
     body = resume(engine, pause(engine)).json()
-    keys_match(body, s.ClaimedOut)
-    keys_match(body["admission"], s.AdmissionReceiptOut)
-    keys_match(body["start"], s.StartReceiptOut)
-    keys_match(body["suspension"], s.SuspensionOut)
-    keys_match(presenters.admission_row(Admission.objects.get()), s.AdmissionReceiptOut)
-    keys_match(presenters.start_receipt(Start.objects.get()), s.StartReceiptOut)
+    keys_match(body, shapes.ClaimedOut)
+    keys_match(body["admission"], shapes.AdmissionReceiptOut)
+    keys_match(body["start"], shapes.StartReceiptOut)
+    keys_match(body["suspension"], shapes.SuspensionOut)
+    keys_match(presenters.admission_row(Admission.objects.get()), shapes.AdmissionReceiptOut)
+    keys_match(presenters.start_receipt(Start.objects.get()), shapes.StartReceiptOut)
 
 
 def test_a_pause_and_its_list_row_answer_the_documented_shapes(engine):
     pause(engine)
     susp = Suspension.objects.select_related("run").get()
-    keys_match(presenters.suspension_detail(susp), s.SuspensionOut)
-    keys_match(presenters.suspension_summary(susp), s.SuspensionSummaryOut)
+    keys_match(presenters.suspension_detail(susp), shapes.SuspensionOut)
+    keys_match(presenters.suspension_summary(susp), shapes.SuspensionSummaryOut)
 
 
 def test_an_approval_and_a_denial_answer_the_documented_shapes(engine, token):
@@ -43,18 +43,19 @@ def test_an_approval_and_a_denial_answer_the_documented_shapes(engine, token):
 
     approver = client(token("acme", ["approver"], "approver"))
     susp = pause(engine, reason="approval")
-    keys_match(approver.get(f"/api/v1/approvals/{susp['id']}").json(), s.ApprovalOut)
+    keys_match(approver.get(f"/api/v1/approvals/{susp['id']}").json(), shapes.ApprovalOut)
     denied = post(
         approver,
         f"/api/v1/approvals/{susp['id']}/decide",
         {"version": version(susp), "decision": "deny", "reason": "no"},
     )
-    keys_match(denied.json(), s.DeniedOut)
+    keys_match(denied.json(), shapes.DeniedOut)
     assert Approval.objects.get().status == "denied"
 
 
 @pytest.mark.parametrize(
-    "presenter, serializer", [("expiry_receipt", s.ExpiryReceiptOut), ("closure_receipt", s.ClosureReceiptOut)]
+    "presenter, serializer",
+    [("expiry_receipt", shapes.ExpiryReceiptOut), ("closure_receipt", shapes.ClosureReceiptOut)],
 )
 def test_the_receipts_answer_the_documented_shapes(presenter, serializer):
     import json

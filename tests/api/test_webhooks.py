@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from suspensions import presenters
-from suspensions.api import serializers as s
+from suspensions.api import shapes
 from suspensions.exceptions import InvalidRequest
 from suspensions.models import DeliveryAttempt, OutboxEvent, WebhookEndpoint, WebhookMessage
 from suspensions.principals import Principal
@@ -213,11 +213,11 @@ def test_a_delivered_message_can_be_delivered_again(operator):
 
 def test_the_shapes_match_their_documentation(operator):
     body = created(operator)
-    keys_match(body, s.WebhookEndpointSecretOut)
-    keys_match(operator.get(f"/api/v1/webhooks/{body['id']}").json(), s.WebhookEndpointOut)
+    keys_match(body, shapes.WebhookEndpointSecretOut)
+    keys_match(operator.get(f"/api/v1/webhooks/{body['id']}").json(), shapes.WebhookEndpointOut)
     message = message_of(body["id"])
-    keys_match(presenters.webhook_message(message), s.WebhookMessageOut)
-    keys_match(presenters.webhook_message(message)["attempts"][0], s.DeliveryAttemptOut)
+    keys_match(presenters.webhook_message(message), shapes.WebhookMessageOut)
+    keys_match(presenters.webhook_message(message)["attempts"][0], shapes.DeliveryAttemptOut)
 
 
 # -- refusals: problem+json, nothing written --------------------------------------------------
