@@ -15,6 +15,7 @@ before the last refusal, so a refusal leaves no trace, and each change writes
 its Event in its own transaction. No network I/O happens under these locks.
 """
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -184,8 +185,6 @@ def bounded_input(value: Any) -> str:
 
 
 def suspension_digest_of(s: Suspension) -> str:
-    import json
-
     return digests.suspension_digest(
         id=s.id,
         run_id=s.run_id,

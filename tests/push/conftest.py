@@ -2,9 +2,12 @@
 
 import pytest
 
+from suspensions import services
 from suspensions.models import WebhookEndpoint
 from suspensions.services.claims import db_now
 from suspensions.services.webhooks import new_secret
+from tests.factories import principal
+from tests.helpers import call, continuation
 from tests.processes import Processes, celery_worker, child_env, wait_for
 
 from .receivers import Receiver, free_port
@@ -16,6 +19,21 @@ def make_endpoint(scope="acme", url="http://127.0.0.1:1/hooks", **fields):
     endpoint.stamp_scope(scope)
     endpoint.save(force_insert=True)
     return endpoint
+
+
+def paused(scope="acme"):
+    """An approval pause stored through the services, as an engine would: it announces approval.requested."""
+    engine = principal("token:engine", scope)
+    run = services.register_run(principal=engine, agent_id="agent-1", scope=scope)
+    return services.suspend_run(
+        principal=engine,
+        run_id=run.id,
+        revision=1,
+        reason="approval",
+        pending=[call()],
+        continuation=continuation(),
+        ttl_seconds=3600,
+    )
 
 
 @pytest.fixture

@@ -18,9 +18,8 @@ from suspensions.services import delivery, outbox
 from suspensions.services.claims import db_now
 from suspensions.services.webhooks import new_secret
 from tests.factories import principal
-from tests.helpers import call, continuation
 
-from .conftest import make_endpoint
+from .conftest import make_endpoint, paused
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,20 +31,6 @@ def enqueued(monkeypatch, settings):
     sent = []
     monkeypatch.setattr(outbox.current_app, "send_task", lambda name, args, countdown=None: sent.append((name, args)))
     return sent
-
-
-def paused(scope="acme"):
-    engine = principal("token:engine", scope)
-    run = services.register_run(principal=engine, agent_id="agent-1", scope=scope)
-    return services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=1,
-        reason="approval",
-        pending=[call()],
-        continuation=continuation(),
-        ttl_seconds=3600,
-    )
 
 
 def message_to(endpoint):

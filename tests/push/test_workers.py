@@ -10,31 +10,15 @@ import signal
 
 import pytest
 
-from suspensions import services
 from suspensions.models import DeliveryAttempt, MessageStatus, WebhookMessage
 from suspensions.services import webhooks
 from tests.factories import principal
-from tests.helpers import call, continuation
 from tests.processes import wait_for
 
-from .conftest import make_endpoint
+from .conftest import make_endpoint, paused
 from .receivers import free_port
 
 pytestmark = pytest.mark.slow
-
-
-def paused(scope="acme"):
-    engine = principal("token:engine", scope)
-    run = services.register_run(principal=engine, agent_id="agent-1", scope=scope)
-    return services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=1,
-        reason="approval",
-        pending=[call()],
-        continuation=continuation(),
-        ttl_seconds=3600,
-    )
 
 
 def settled(status, count=1):
