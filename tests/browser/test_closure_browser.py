@@ -7,19 +7,14 @@ from playwright.sync_api import expect
 
 from suspensions import digests, services
 from suspensions.models import ClosureReceipt, Run
-from tests.browser.test_browser import (  # noqa: F401  (the console's browser fixtures)
-    ARTIFACTS,
-    chromium,
-    logged_in,
-    site,
-)
+from tests.browser.conftest import ARTIFACTS, logged_in
 from tests.closure_setup import started
 from tests.helpers import member
 
 pytestmark = pytest.mark.browser
 
 
-def test_an_operator_closes_an_uncertain_start_from_the_console_and_sees_the_receipt(chromium, site):  # noqa: F811
+def test_an_operator_closes_an_uncertain_start_from_the_console_and_sees_the_receipt(chromium, site):
     member("olga", {"acme": ["operator"]}, is_staff=True)
     claimed = started()
     run_id = claimed.run.id

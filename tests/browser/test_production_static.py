@@ -24,7 +24,7 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from tests.browser.test_browser import chromium, paused  # noqa: F401  (the suite's Chromium fixture)
+from tests.browser.conftest import paused
 from tests.helpers import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -194,7 +194,7 @@ def styled(page, context, selector: str, tag: str) -> None:
     assert own != default, f"{selector} has the browser's default style {own}"
 
 
-def test_collectstatic_and_gunicorn_serve_every_asset_of_the_console_admin_and_docs(chromium, gunicorn, engine):  # noqa: F811
+def test_collectstatic_and_gunicorn_serve_every_asset_of_the_console_admin_and_docs(chromium, gunicorn, engine):
     member("alice", {"acme": ["approver"]}, is_staff=True)
     approval = paused(engine, "refund-agent", "send_refund", '{"order": "A-1042", "amount": 900}', 3600)
     site = gunicorn
