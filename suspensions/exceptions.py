@@ -31,6 +31,14 @@ class Forbidden(ServiceError):
     status, code, title = 403, "forbidden", "Your role does not allow this in that scope"
 
 
+class NotEditable(ServiceError):
+    status, code, title = 403, "not_editable", "This call's arguments may not be edited"
+
+
+class SeparationOfDuties(ServiceError):
+    status, code, title = 403, "separation_of_duties", "Whoever asked for this approval may not decide it"
+
+
 class RequiresApproval(ServiceError):
     status, code, title = 403, "requires_approval", "This pause waits for an approver's decision"
 
@@ -75,6 +83,10 @@ class AdmissionConflict(ServiceError):
     status, code, title = 409, "admission_conflict", "A different request already claimed this pause"
 
 
+class VoteMismatch(ServiceError):
+    status, code, title = 409, "vote_mismatch", "This vote approves other calls than the votes before it"
+
+
 class ReplyMismatch(ServiceError):
     status, code, title = 409, "reply_mismatch", "reply_with does not match the pending call"
 
@@ -105,6 +117,10 @@ class RequestTooLarge(ServiceError):
 
 class ResultsMismatch(ServiceError):
     status, code, title = 422, "results_mismatch", "Results do not match the pending calls one to one"
+
+
+class ArgumentsInvalid(ServiceError):
+    status, code, title = 422, "arguments_invalid", "The edited arguments do not match the call's schema"
 
 
 class Unavailable(ServiceError):

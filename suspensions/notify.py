@@ -24,6 +24,13 @@ from .models import Approval, ApprovalStatus
 log = logging.getLogger(__name__)
 
 APPROVAL_REQUESTED = "approval.requested"
+APPROVAL_ESCALATED = "approval.escalated"
+LEADS = {
+    "request": "A run is paused until an approver decides.",
+    "reminder": "Still pending, and 80% of the time to its deadline has passed.",
+    "escalation": "Escalated to you: nobody answered by the deadline, which has been extended once.",
+}
+PREFIXES = {"request": "", "reminder": "Reminder: ", "escalation": "Escalated: "}
 # Each call's arguments in the mail: enough to recognise the request, never the whole payload.
 ARGUMENT_CHARS = 300
 SUBJECT_CHARS = 150
@@ -32,16 +39,19 @@ SUBJECT_CHARS = 150
 def on_outbox_event(event: Any) -> None:
     """Called by the outbox fan-out, after commit, for each dispatched OutboxEvent; never raises.
 
-    Only `approval.requested` sends anything. The event's data carries ids and
-    tool names, not the arguments: the Approval record keeps the calls.
+    `approval.requested` mails the approvers of the approval's scope;
+    `approval.escalated` (DESIGN §15) those of its parent scope. The event's
+    data carries ids and tool names, not the arguments: the Approval record
+    keeps the calls.
     """
-    if getattr(event, "type", None) != APPROVAL_REQUESTED:
+    kind = {APPROVAL_REQUESTED: "request", APPROVAL_ESCALATED: "escalation"}.get(str(getattr(event, "type", "")))
+    if kind is None:
         return
     try:
         approval = _approval_of(event)
         # Decided (or expired) before the fan-out ran: nobody needs to be asked any more.
         if approval is not None and approval.status == ApprovalStatus.PENDING:
-            send_approval_mail(approval)
+            send_approval_mail(approval, kind=kind)
     except Exception:
         log.exception("approver email for outbox event %s failed", getattr(event, "pk", None))
 
@@ -64,21 +74,25 @@ def send_due_reminders(*, batch: int = 200) -> int:
     while True:
         claimed = claim_due_reminders(limit=batch)
         for approval in claimed:
-            send_approval_mail(approval, reminder=True)
+            send_approval_mail(approval, kind="reminder")
         reminded += len(claimed)
         if len(claimed) < batch:
             return reminded
 
 
-def send_approval_mail(approval: Approval, *, reminder: bool = False) -> int:
+def send_approval_mail(approval: Approval, *, kind: str = "request") -> int:
     """Mail every approver covering the approval's scope, one message each; returns how many were sent.
 
-    A backend failure is logged, not raised (0 sent).
+    An escalation goes to the approvers covering the parent scope (a top-level
+    scope has none: its own approvers). A backend failure is logged, not raised (0 sent).
     """
-    recipients = list(selectors.approvers_covering(approval.scope).values_list("email", flat=True))
+    scope = approval.scope
+    if kind == "escalation" and "/" in scope:
+        scope = scope.rsplit("/", 1)[0]
+    recipients = list(selectors.approvers_covering(scope).values_list("email", flat=True))
     if not recipients:
         return 0
-    subject, text, html = render(approval, reminder=reminder)
+    subject, text, html = render(approval, kind=kind)
     messages = []
     for address in recipients:
         message = EmailMultiAlternatives(subject, text, settings.DEFAULT_FROM_EMAIL, [address])
@@ -91,7 +105,7 @@ def send_approval_mail(approval: Approval, *, reminder: bool = False) -> int:
         log.exception(
             "approver email for approval %s failed",
             approval.pk,
-            extra={"suspension_id": str(approval.pk), "reminder": reminder, "recipients": len(recipients)},
+            extra={"suspension_id": str(approval.pk), "kind": kind, "recipients": len(recipients)},
         )
         return 0
 
@@ -130,20 +144,16 @@ def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(approval: Approval, *, reminder: bool = False) -> tuple[str, str, str]:
+def render(approval: Approval, *, kind: str = "request") -> tuple[str, str, str]:
     """(subject, plain text, HTML) of the approver email; the HTML escapes every value."""
     calls = calls_of(approval)
     agent = approval.agent_id or "an agent"
     tools = ", ".join(dict.fromkeys(name for name, _ in calls)) or "a tool"
     # A header may not hold a line break: agent ids and tool names are the engine's text.
-    subject = " ".join(f"{'Reminder: ' if reminder else ''}Approval needed: {agent} wants to call {tools}".split())
+    subject = " ".join(f"{PREFIXES[kind]}Approval needed: {agent} wants to call {tools}".split())
     subject = truncate(subject, SUBJECT_CHARS)
     deadline, link = deadline_text(approval), console_link(approval)
-    lead = (
-        "Still pending, and 80% of the time to its deadline has passed."
-        if reminder
-        else "A run is paused until an approver decides."
-    )
+    lead = LEADS[kind]
     text_lines = [lead, "", f"Agent: {agent}", f"Scope: {approval.scope}", "Calls:"]
     text_lines += [f"  {name}({arguments})" for name, arguments in calls]
     text_lines += ["", f"Deadline: {deadline}", f"Approve or deny: {link}", ""]

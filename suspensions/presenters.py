@@ -7,6 +7,7 @@ instances and small dataclasses; nothing here touches the database.
 """
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from . import digests
@@ -14,6 +15,7 @@ from .models import (
     Admission,
     Approval,
     ApprovalStatus,
+    ApprovalVote,
     ClosureReceipt,
     ExpiryReceipt,
     Run,
@@ -147,8 +149,41 @@ def denied_body(denied: Any) -> dict[str, Any]:
     }
 
 
-def approval_body(record: Approval, run: Run | None, admission: Admission | None) -> dict[str, Any]:
-    """One approval, pending or decided, with what was asked, plus where its run is now."""
+def voted_body(voted: Any) -> dict[str, Any]:
+    """A vote short of the quorum (services.Voted): the run is still paused at the same revision (202)."""
+    return {
+        "decision": "approve",
+        "run_id": str(voted.run.id),
+        "suspension_id": str(voted.suspension_id),
+        "run_state": voted.run.state,
+        "run_revision": voted.run.revision,
+        "votes": voted.votes,
+        "quorum": voted.quorum,
+        "voters": voted.voters,
+        "fresh": voted.fresh,
+    }
+
+
+def asked_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A pending call as an approver sees it: with its schema and whether it may be edited."""
+    shown = {
+        "id": call["id"],
+        "name": call["name"],
+        "arguments": call["arguments"],
+        "editable": call.get("editable", False),
+    }
+    shown["arguments_schema"] = call.get("arguments_schema")
+    return shown
+
+
+def vote_row(vote: ApprovalVote) -> dict[str, Any]:
+    return {"voter": vote.voter, "cast_at": digests.rfc3339(vote.cast_at), "note": vote.note}
+
+
+def approval_body(
+    record: Approval, run: Run | None, admission: Admission | None, votes: Sequence[ApprovalVote] = ()
+) -> dict[str, Any]:
+    """One approval, pending or decided, with what was asked, its policy and votes, and where its run is now."""
     calls = json.loads(record.pending) if record.pending else []
     version = None
     if record.status == ApprovalStatus.PENDING and run is not None and run.state == RunState.PAUSED:
@@ -159,7 +194,13 @@ def approval_body(record: Approval, run: Run | None, admission: Admission | None
         "scope": record.scope,
         "agent_id": record.agent_id,
         "status": record.status,
-        "calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
+        "calls": [asked_call(c) for c in calls],
+        "policy": record.policy,
+        "votes": [vote_row(v) for v in votes],
+        # What was decided: the calls as admitted (an approve) or the answer in words (a respond).
+        "final_calls": json.loads(record.final_calls) if record.final_calls else None,
+        "response": record.response or None,
+        "escalated_at": digests.rfc3339(record.escalated_at),
         "requested_by": record.requested_by,
         "created_at": digests.rfc3339(record.created_at),
         "expires_at": digests.rfc3339(record.expires_at),

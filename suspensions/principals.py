@@ -14,6 +14,8 @@ class Principal:
     grants: tuple[tuple[str, frozenset[str]], ...] = ()
     superuser: bool = False
     token_id: str | None = field(default=None, compare=False)
+    # The person behind the principal: the user, or the user a token is linked to.
+    user_id: int | None = field(default=None, compare=False)
 
     # DRF's IsAuthenticated reads these.
     is_authenticated: bool = True
@@ -32,6 +34,11 @@ class Principal:
         """Scopes where the principal holds any of `roles` (any role at all when none is named)."""
         return [held for held, granted in self.grants if not roles or granted & set(roles)]
 
+    @property
+    def person(self) -> str:
+        """Who this is for separation of duties and distinct votes: the user when known, else the name."""
+        return f"user#{self.user_id}" if self.user_id is not None else self.name
+
     def scope_q(self, *roles: str, prefix: str = "") -> Q:
         """A filter on the scope prefix columns: the rows this principal may see.
 
@@ -49,7 +56,12 @@ def for_token(token: object) -> Principal:
     from .models import ApiToken
 
     assert isinstance(token, ApiToken)
-    return Principal(name=f"token:{token.name}", grants=((token.scope, token.role_set),), token_id=str(token.id))
+    return Principal(
+        name=f"token:{token.name}",
+        grants=((token.scope, token.role_set),),
+        token_id=str(token.id),
+        user_id=token.user_id,  # type: ignore[attr-defined]
+    )
 
 
 def has_staff_access(user: Any) -> bool:
@@ -67,7 +79,7 @@ def for_user(user: Any) -> Principal:
 
     name = f"user:{user.get_username()}"
     if not has_staff_access(user):
-        return Principal(name=name)
+        return Principal(name=name, user_id=user.pk)
     grants: dict[str, set[str]] = {}
     for scope, role in Membership.objects.filter(user=user).values_list("scope", "role"):
         grants.setdefault(scope, set()).add(role)
@@ -75,6 +87,7 @@ def for_user(user: Any) -> Principal:
         name=name,
         grants=tuple((s, frozenset(r)) for s, r in sorted(grants.items())),
         superuser=bool(getattr(user, "is_superuser", False)),
+        user_id=user.pk,
     )
 
 

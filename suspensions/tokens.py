@@ -3,6 +3,7 @@
 import secrets
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from . import digests
 from .models import ApiToken
@@ -20,12 +21,13 @@ def new_secret() -> str:
 
 
 def create_token(
-    *, scope: str, roles: Iterable[str], name: str, expires_at: datetime | None = None
+    *, scope: str, roles: Iterable[str], name: str, expires_at: datetime | None = None, user: Any = None
 ) -> tuple[ApiToken, str]:
     """Create a token and return it with its secret, which is never stored.
 
     `expires_at=None` makes a token that never expires; past `expires_at` the
-    API answers it 401 unauthenticated, like a revoked one.
+    API answers it 401 unauthenticated, like a revoked one. `user` links the
+    token to the person it acts for (separation of duties, DESIGN §15).
     """
     secret = new_secret()
     token = ApiToken(
@@ -34,6 +36,7 @@ def create_token(
         token_hash=hash_token(secret),
         prefix=secret[:10],
         expires_at=expires_at,
+        user=user,
     )
     token.stamp_scope(scope)
     token.save(force_insert=True)

@@ -140,6 +140,8 @@ SUSPENSION_TTL_SECONDS = env_int("SUSPENSION_TTL_SECONDS", default=86400, minimu
 SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", default=60, minimum=1)
 SWEEP_BATCH_SIZE = env_int("SWEEP_BATCH_SIZE", default=1000, minimum=1)
 SWEEP_TIME_LIMIT_SECONDS = env_int("SWEEP_TIME_LIMIT_SECONDS", default=300, minimum=1)
+# The console lists a start as uncertain once it is this old: a younger one is most likely still working.
+UNCERTAIN_AFTER_SECONDS = env_int("UNCERTAIN_AFTER_SECONDS", default=300, minimum=0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-expired": {
         "task": "suspensions.tasks.sweep_expired",
@@ -211,6 +213,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
+# The admin writes times as the console does: "30 Nov 2026, 17:51:50 UTC" (suspensions/timefmt.py).
+FORMAT_MODULE_PATH = ["suspensions.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -274,6 +278,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Show each operation's id (register_run, suspend_run...): the names clients generated from the schema use.
+    "SWAGGER_UI_SETTINGS": {"displayOperationId": True},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [

@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 from suspensions.models import (
     Admission,
     Approval,
+    ApprovalVote,
     Event,
     FlowWait,
     OutboxEvent,
@@ -119,7 +120,8 @@ def snapshot() -> dict[str, Any]:
         "admissions": Admission.objects.count(),
         "starts": Start.objects.count(),
         "events": Event.objects.count(),
-        "approvals": sorted(Approval.objects.values_list("suspension_id", "status")),
+        "approvals": sorted(Approval.objects.values_list("suspension_id", "status", "expires_at")),
+        "votes": ApprovalVote.objects.count(),
         "flow_waits": sorted(FlowWait.objects.values_list("id", "live")),
         "webhooks": sorted(
             WebhookEndpoint.objects.values_list("id", "active", "secret", "previous_secret", "url", "event_types")

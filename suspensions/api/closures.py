@@ -12,11 +12,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import digests, presenters, services
+from . import docs
 from .authentication import principal_of
 from .fields import StrictInt, StrictStr
 from .serializers import ClaimVersion, Strict
 from .shapes import ClosureReceiptOut
-from .views import ERRORS, created, validated, version_of
+from .views import created, validated, version_of
 
 
 class AwareDateTime(serializers.DateTimeField):
@@ -36,24 +37,24 @@ class AwareDateTime(serializers.DateTimeField):
         return moment
 
 
-def digest_field() -> StrictStr:
-    return StrictStr(validators=[digests.HEX_SHA256])
+def digest_field(help_text: str) -> StrictStr:
+    return StrictStr(validators=[digests.HEX_SHA256], help_text=help_text)
 
 
 class Close(Strict):
     """DESIGN §7; unknown keys (an `actor`, say) are refused: the actor is the authenticated operator."""
 
-    schema_version = StrictInt(min_value=1, max_value=services.closure.SCHEMA_VERSION)
-    version = ClaimVersion()
-    admission_digest = digest_field()
-    start_digest = digest_field()
-    run_revision = StrictInt(min_value=1)
-    issuer = StrictStr(max_length=200)
-    issuer_revision = StrictStr(max_length=200)
-    proof_ref = StrictStr(max_length=2000)
-    proof_digest = digest_field()
-    observed_at = AwareDateTime()
-    expires_at = AwareDateTime()
+    schema_version = StrictInt(min_value=1, max_value=services.closure.SCHEMA_VERSION, help_text="`1`.")
+    version = ClaimVersion(help_text="The latest admission's `version`.")
+    admission_digest = digest_field("The latest admission's `request_digest`.")
+    start_digest = digest_field("The latest admission's start receipt `digest`.")
+    run_revision = StrictInt(min_value=1, help_text="The run's current `revision`.")
+    issuer = StrictStr(max_length=200, help_text="Who issued the proof (a runbook, a tool).")
+    issuer_revision = StrictStr(max_length=200, help_text="The issuer's version.")
+    proof_ref = StrictStr(max_length=2000, help_text="Where the proof is (an incident, a log link).")
+    proof_digest = digest_field("Lowercase hex SHA-256 of the proof.")
+    observed_at = AwareDateTime(help_text="When the proof was observed; not after now. RFC 3339 with an offset.")
+    expires_at = AwareDateTime(help_text="Until when the proof holds; after now and after `observed_at`.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["expires_at"] <= attrs["observed_at"]:
@@ -66,7 +67,7 @@ def closure_request(data: dict[str, Any]) -> services.ClosureRequest:
 
 
 class RunClosures(APIView):
-    @extend_schema(request=Close, responses={200: ClosureReceiptOut, 201: ClosureReceiptOut, **ERRORS})
+    @extend_schema(**docs.operation("close_run", request=Close, ok={200: ClosureReceiptOut, 201: ClosureReceiptOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(Close, request)
         # close_run itself refuses a version naming another run than the path's.
@@ -75,7 +76,7 @@ class RunClosures(APIView):
 
 
 class RunClosure(APIView):
-    @extend_schema(responses={200: ClosureReceiptOut, **ERRORS})
+    @extend_schema(**docs.operation("get_closure_receipt", ok={200: ClosureReceiptOut}))
     def get(self, request: Request, pk: UUID, suspension_id: UUID) -> Response:
         receipt = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)
         return Response(presenters.closure_receipt(receipt, fresh=False))

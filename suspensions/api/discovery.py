@@ -13,8 +13,8 @@ from .. import selectors
 from ..exceptions import Forbidden
 from ..models import Role
 from ..principals import Principal
+from . import docs
 from .authentication import principal_of
-from .views import ERRORS
 
 MAX_LIMIT = 256
 DEFAULT_LIMIT = 100
@@ -38,7 +38,7 @@ class AgentReplyRuns(APIView):
             OpenApiParameter("after", str, description="Run id cursor (exclusive)."),
             OpenApiParameter("limit", int, description=f"1..{MAX_LIMIT}, default {DEFAULT_LIMIT}."),
         ],
-        responses={200: DiscoveryOut, **ERRORS},
+        **docs.operation("list_agent_reply_runs", ok={200: DiscoveryOut}),
     )
     def get(self, request: Request) -> Response:
         principal = principal_of(request)

@@ -10,11 +10,12 @@ from rest_framework.views import APIView
 
 from .. import presenters, services
 from ..models import Reason
+from . import docs
 from .authentication import principal_of
 from .fields import AnyJSON, JSONObject, StrictInt, StrictStr
 from .serializers import Strict
 from .shapes import ClaimedOut, ParkedWaitOut
-from .views import ERRORS, created, validated
+from .views import created, validated
 
 
 def part(max_length: int = 200, **options: Any) -> StrictStr:
@@ -27,8 +28,10 @@ def optional_part(max_length: int = 200) -> StrictStr:
 
 
 class FlowEnvelope(Strict):
-    tenant = part(63)
-    env = part(63)
+    """Where the flow step came from; whitespace is kept (the parts are key material)."""
+
+    tenant = part(63, help_text="With `env`, the wait's scope `tenant/env`: a scope segment.")
+    env = part(63, help_text="The environment, e.g. `prod`: the second segment of the scope.")
     provider = part(allow_blank=True)
     channel = part(allow_blank=True)
     conversation = part(allow_blank=True)
@@ -42,22 +45,29 @@ class FlowEnvelope(Strict):
 
 class ParkFlowWaitIn(Strict):
     envelope = FlowEnvelope()
-    snapshot = JSONObject()
+    snapshot = JSONObject(help_text="The flow's state, returned unchanged by the fresh start.")
     reason = serializers.ChoiceField(choices=Reason.choices)
-    ttl_seconds = StrictInt(required=False, min_value=0, max_value=10 * 365 * 86400)
-    decision_token = part(1024, required=False)
+    ttl_seconds = StrictInt(
+        required=False,
+        min_value=0,
+        max_value=10 * 365 * 86400,
+        help_text="As for suspend: 0 means no deadline; absent means the default (86400).",
+    )
+    decision_token = part(
+        1024, required=False, help_text="Required for `reason: approval`: a secret the approver's side holds."
+    )
 
 
 class DispatchResumeIn(Strict):
-    tenant = part(63)
-    env = part(63)
-    correlation_id = part(1024)
-    output = AnyJSON(allow_null=True)
-    decision_token = part(1024, required=False)
+    tenant = part(63, help_text="With `env`, the wait's scope `tenant/env`.")
+    env = part(63, help_text="The second segment of the wait's scope.")
+    correlation_id = part(1024, help_text="The `correlation_id` the park answered, nonce included.")
+    output = AnyJSON(allow_null=True, help_text="Any JSON; its canonical JSON is the admitted input.")
+    decision_token = part(1024, required=False, help_text="An approval wait's token, given at park time.")
 
 
 class ParkFlowWait(APIView):
-    @extend_schema(request=ParkFlowWaitIn, responses={201: ParkedWaitOut, **ERRORS})
+    @extend_schema(**docs.operation("park_flow_wait", request=ParkFlowWaitIn, ok={201: ParkedWaitOut}))
     def post(self, request: Request) -> Response:
         data = validated(ParkFlowWaitIn, request)
         parked = services.park_flow_wait(
@@ -72,7 +82,9 @@ class ParkFlowWait(APIView):
 
 
 class DispatchResume(APIView):
-    @extend_schema(request=DispatchResumeIn, responses={200: ClaimedOut, 201: ClaimedOut, **ERRORS})
+    @extend_schema(
+        **docs.operation("resume_flow_wait", request=DispatchResumeIn, ok={200: ClaimedOut, 201: ClaimedOut})
+    )
     def post(self, request: Request) -> Response:
         data = validated(DispatchResumeIn, request)
         claimed = services.resume_flow_wait(principal=principal_of(request), **data)

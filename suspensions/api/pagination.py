@@ -68,6 +68,13 @@ class IdCursorPagination(CursorPagination):
         except (ValidationError, ValueError, OverflowError, DataError):
             raise bad_cursor() from None
 
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        # DRF's example links name its /accounts/ demo; the OpenAPI examples show a link of ours.
+        paginated = super().get_paginated_response_schema(schema)
+        paginated["properties"]["next"]["example"] = "https://suspensions.example/api/v1/runs?cursor=cD0wMWEy"
+        paginated["properties"]["previous"]["example"] = None
+        return paginated
+
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:

@@ -9,13 +9,13 @@ from rest_framework.views import APIView
 
 from .. import presenters, selectors
 from ..exceptions import NotFound
+from . import docs
 from .authentication import principal_of
 from .shapes import ExpiryReceiptOut
-from .views import ERRORS
 
 
 class RunExpiry(APIView):
-    @extend_schema(responses={200: ExpiryReceiptOut, **ERRORS})
+    @extend_schema(**docs.operation("get_expiry_receipt", ok={200: ExpiryReceiptOut}))
     def get(self, request: Request, pk: UUID, suspension_id: UUID) -> Response:
         receipt = selectors.expiries(principal_of(request)).filter(run_id=pk, suspension_id=suspension_id).first()
         if receipt is None:

@@ -1,8 +1,9 @@
 """OpenAPI post-processing: what drf-spectacular cannot infer from the views.
 
-- Every operation can answer the problem+json errors the exception handler
-  renders for any view (400 malformed input, 401, 403, 404, 503 with
-  Retry-After); each error response gets the Problem body and media type.
+- The tags in the order the docs show them, and help for request fields the
+  docs package describes (api/docs); each operation's own words, examples and
+  problem+json answers come from `docs.operation` on its view.
+- The headers of a 401 (the Bearer challenge) and a 503 (Retry-After).
 - Optional query filters ignore an empty value (django-filter's behaviour,
   which the console's GET forms rely on): `allowEmptyValue` says so.
 - The bearer token and staff session schemes (imported in SuspensionsConfig.ready so they are
@@ -13,6 +14,8 @@ from typing import Any
 
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+from . import docs
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -29,45 +32,32 @@ class StaffSessionScheme(SessionScheme):
     target_class = "suspensions.api.authentication.StaffSessionAuthentication"
 
 
-PROBLEM = {
-    "type": "object",
-    "description": "RFC 9457 problem details; `code` is one of the stable codes of DESIGN §10.",
-    "required": ["type", "title", "status", "detail", "code"],
-    "properties": {
-        "type": {"type": "string"},
-        "title": {"type": "string"},
-        "status": {"type": "integer"},
-        "detail": {"type": "string"},
-        "code": {"type": "string"},
-        "errors": {"type": "object", "additionalProperties": True},
-    },
-    "additionalProperties": True,
-}
-ANY_VIEW_MAY_ANSWER = {
-    "400": "invalid_request",
-    "401": "unauthenticated",
-    "403": "forbidden (or a reason-specific refusal)",
-    "404": "not_found (also outside the caller's scope)",
-    "503": "unavailable: the database is down; retry after Retry-After seconds",
-}
 METHODS = {"get", "put", "post", "patch", "delete", "head", "options", "trace"}
+HEADERS = {
+    "401": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": 'Bearer realm="api"'}},
+    "503": {"Retry-After": {"schema": {"type": "integer"}, "required": True, "description": "Seconds to wait."}},
+}
 
 
 def problem_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular POSTPROCESSING_HOOKS entry."""
-    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM
-    body = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    result["tags"] = docs.TAGS
+    schemas = result.get("components", {}).get("schemas", {})
+    for name, fields in docs.FIELD_HELP.items():
+        properties = schemas.get(name, {}).get("properties", {})
+        for field, text in fields.items():
+            if field not in properties or "description" in properties[field]:
+                continue
+            if "$ref" in properties[field]:  # OpenAPI 3.0 ignores the siblings of a $ref
+                properties[field] = {"allOf": [properties[field]]}
+            properties[field]["description"] = text
     for item in result.get("paths", {}).values():
         for method, operation in item.items():
             if method not in METHODS:
                 continue
-            responses = operation.setdefault("responses", {})
-            for status, description in ANY_VIEW_MAY_ANSWER.items():
-                responses.setdefault(status, {"description": description})
-            for status, response in responses.items():
-                if status[0] in "45":
-                    response["content"] = body
-            responses["503"]["headers"] = {"Retry-After": {"schema": {"type": "integer"}, "required": True}}
+            for status, headers in HEADERS.items():
+                if status in operation["responses"]:
+                    operation["responses"][status]["headers"] = headers
             for parameter in operation.get("parameters", []):
                 if parameter.get("in") == "query" and not parameter.get("required"):
                     parameter["allowEmptyValue"] = True

@@ -4,11 +4,15 @@ import base64
 import binascii
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from .. import policies
 from ..models import Reason, WebhookFormat
 from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
 from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr
+
+MAX_TTL = 10 * 365 * 86400
 
 
 class Strict(serializers.Serializer):
@@ -24,9 +28,16 @@ class Strict(serializers.Serializer):
 
 
 class RegisterRun(Strict):
-    agent_id = StrictStr(max_length=200)
-    scope = StrictStr(max_length=192, required=False)
-    session_id = StrictStr(max_length=200, required=False, allow_blank=True, default="")
+    agent_id = StrictStr(max_length=200, help_text="Your agent's name.")
+    scope = StrictStr(
+        max_length=192,
+        required=False,
+        help_text="`workspace[/project[/team]]`, within the token's scope; may be left out when the token holds "
+        "`engine` in exactly one scope.",
+    )
+    session_id = StrictStr(
+        max_length=200, required=False, allow_blank=True, default="", help_text="Your session id; may be empty."
+    )
 
 
 class RunConfig(Strict):
@@ -36,7 +47,7 @@ class RunConfig(Strict):
     max_tokens = StrictInt(required=False, min_value=0)
     reasoning_loop = StrictStr(required=False, allow_blank=True)
     tools = serializers.ListField(child=StrictStr(allow_blank=False), required=False)
-    tools_restricted = StrictBool(required=False)
+    tools_restricted = StrictBool(required=False, help_text="Read back as false when absent.")
     all_tools_restricted = StrictBool(required=False)
     persona_ref = StrictStr(required=False, allow_blank=True)
     budget = JSONObject(required=False)
@@ -68,16 +79,24 @@ class Message(serializers.Serializer):
 
 
 class Continuation(Strict):
-    messages = serializers.ListField(child=Message())
-    system_prompt = StrictStr(allow_blank=True, trim_whitespace=False)
+    messages = serializers.ListField(
+        child=Message(),
+        help_text="Objects with `role` and `content` (a string, a list of parts, or null); other keys "
+        "(`tool_calls`, `tool_call_id`, provider extras) are kept as given.",
+    )
+    system_prompt = StrictStr(allow_blank=True, trim_whitespace=False, help_text="May be empty.")
     step_index = StrictInt(min_value=0)
     tokens_used = StrictInt(min_value=0)
-    new_messages_from = StrictInt(min_value=0)
-    session_id = StrictStr(allow_blank=True)
-    config = RunConfig()
+    new_messages_from = StrictInt(
+        min_value=0,
+        help_text="0..len(messages): where this run's own messages begin; the ones before it are loaded "
+        "history the engine must not save again.",
+    )
+    session_id = StrictStr(allow_blank=True, help_text="May be empty.")
+    config = RunConfig(help_text="The run's configuration; may be `{}`.")
     tool_results = serializers.ListField(child=AnyJSON(), required=False)
     schema_version = StrictInt(required=False, min_value=0)
-    prepared = StrictStr(required=False, allow_blank=True, trim_whitespace=False)
+    prepared = StrictStr(required=False, allow_blank=True, trim_whitespace=False, help_text="Base64.")
     provenance = JSONObject(required=False)
     usage = JSONObject(required=False)
 
@@ -101,11 +120,68 @@ class PendingCall(Strict):
     name = StrictStr(max_length=200)
     arguments = JSONText()
     reply_with = StrictStr(max_length=200, required=False)
+    arguments_schema = JSONObject(
+        required=False, help_text="Approval pauses: a JSON Schema (draft 2020-12) that edited arguments must match."
+    )
+    editable = StrictBool(
+        required=False, help_text="Approval pauses: may an approver edit the arguments? Default false."
+    )
 
     def validate_name(self, value: str) -> str:
         if "," in value:
             raise serializers.ValidationError("Tool names may not contain commas.")
         return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "arguments_schema" in attrs:
+            problem = policies.schema_problem(attrs["arguments_schema"], attrs["arguments"])
+            if problem is not None:
+                raise serializers.ValidationError({"arguments_schema": [problem]})
+        return attrs
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "enum": ["expire", "deny"]},
+            {
+                "type": "object",
+                "properties": {
+                    "escalate": {
+                        "type": "object",
+                        "properties": {"extend_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_TTL}},
+                        "required": ["extend_seconds"],
+                    }
+                },
+                "required": ["escalate"],
+            },
+        ]
+    }
+)
+class OnExpiryField(serializers.Field):
+    """`expire`, `deny`, or `{"escalate": {"extend_seconds": n}}` (DESIGN §15)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data in ("expire", "deny"):
+            return data
+        if isinstance(data, dict) and set(data) == {"escalate"} and isinstance(data["escalate"], dict):
+            spec = data["escalate"]
+            seconds = spec.get("extend_seconds")
+            if set(spec) == {"extend_seconds"} and type(seconds) is int and 1 <= seconds <= MAX_TTL:
+                return data
+            raise serializers.ValidationError(f"escalate needs extend_seconds, a whole number from 1 to {MAX_TTL}.")
+        raise serializers.ValidationError('Must be "expire", "deny" or {"escalate": {"extend_seconds": n}}.')
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class ApprovalPolicy(Strict):
+    quorum = StrictInt(min_value=1, max_value=5, required=False, help_text="Distinct approvers needed, 1 to 5.")
+    exclude_requester = StrictBool(
+        required=False, help_text="The principal that stored the pause may not decide it. Default true."
+    )
+    on_expiry = OnExpiryField(required=False, help_text="What the sweep does at the deadline. Default expire.")
 
 
 class Suspend(Strict):
@@ -113,12 +189,25 @@ class Suspend(Strict):
     reason = serializers.ChoiceField(choices=Reason.choices)
     pending = serializers.ListField(child=PendingCall(), min_length=1)
     continuation = Continuation()
-    ttl_seconds = StrictInt(required=False, min_value=0, max_value=10 * 365 * 86400)
+    ttl_seconds = StrictInt(required=False, min_value=0, max_value=MAX_TTL)
+    approval = ApprovalPolicy(required=False, help_text="Approval pauses: quorum, separation of duties, on expiry.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         ids = [call["id"] for call in attrs["pending"]]
         if len(set(ids)) != len(ids):
             raise serializers.ValidationError({"pending": ["Pending call ids must be unique."]})
+        if attrs["reason"] != Reason.APPROVAL:
+            if "approval" in attrs:
+                raise serializers.ValidationError({"approval": ["A policy is only for approval pauses."]})
+            if any("arguments_schema" in c or "editable" in c for c in attrs["pending"]):
+                raise serializers.ValidationError(
+                    {"pending": ["arguments_schema and editable are only for approval pauses."]}
+                )
+        on_expiry = attrs.get("approval", {}).get("on_expiry", "expire")
+        if on_expiry != "expire" and attrs.get("ttl_seconds") == 0:
+            raise serializers.ValidationError(
+                {"approval": {"on_expiry": ["A pause without a deadline (ttl_seconds 0) never expires."]}}
+            )
         with_reply = [call for call in attrs["pending"] if "reply_with" in call]
         if attrs["reason"] == Reason.AGENT_REPLY:
             if len(attrs["pending"]) != 1 or not attrs["pending"][0].get("reply_with"):
@@ -131,15 +220,19 @@ class Suspend(Strict):
 
 
 class ClaimVersion(Strict):
-    run_id = serializers.UUIDField()
-    suspension_id = serializers.UUIDField()
-    run_revision = StrictInt(min_value=1)
+    """What the caller saw: the run, its live pause, and the run's revision while paused on it."""
+
+    run_id = serializers.UUIDField(help_text="The run in the path.")
+    suspension_id = serializers.UUIDField(help_text="The pause's `id`.")
+    run_revision = StrictInt(min_value=1, help_text="The pause's `run_revision` (the run's revision while paused).")
 
 
 class Result(Strict):
-    call_id = StrictStr(max_length=200)
-    content = AnyJSON(required=False, allow_null=True)
-    error = StrictStr(required=False, trim_whitespace=False)
+    """One pending call's result: `content` or `error`, not both."""
+
+    call_id = StrictStr(max_length=200, help_text="The pending call's `id`.")
+    content = AnyJSON(required=False, allow_null=True, help_text="What the tool returned: any JSON.")
+    error = StrictStr(required=False, trim_whitespace=False, help_text="Why the tool failed.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("content" in self.initial_data) == ("error" in self.initial_data):
@@ -154,32 +247,55 @@ class Result(Strict):
 
 class Resume(Strict):
     version = ClaimVersion()
-    results = serializers.ListField(child=Result(), min_length=1)
+    results = serializers.ListField(
+        child=Result(),
+        min_length=1,
+        help_text="One result per pending call, in any order; a retry must send the same list in the same order.",
+    )
 
 
 class Revision(Strict):
-    revision = StrictInt(min_value=1)
+    revision = StrictInt(min_value=1, help_text="The run's current revision; after a claim, its `claimed_revision`.")
 
 
 class Fail(Strict):
-    revision = StrictInt(min_value=1)
-    error = StrictStr(max_length=10000)
+    revision = StrictInt(min_value=1, help_text="The run's current revision; after a claim, its `claimed_revision`.")
+    error = StrictStr(max_length=10000, help_text="Why the run failed; kept as the run's `error`.")
 
 
 class Admit(Strict):
     version = ClaimVersion()
-    input = JSONText()
-    reply_with = StrictStr(max_length=200)
+    input = JSONText(
+        help_text='The reply: a string holding JSON (e.g. "{\\"answer\\": 12}"), not an object; kept byte for byte.'
+    )
+    reply_with = StrictStr(max_length=200, help_text="The pending call's `reply_with`: the question this answers.")
+
+
+class EditedCall(Strict):
+    id = StrictStr(max_length=200)
+    arguments = JSONText(help_text="The edited arguments: a string holding JSON, like a pending call's.")
 
 
 class Decide(Strict):
     version = ClaimVersion()
-    decision = serializers.ChoiceField(choices=["approve", "deny"])
+    decision = serializers.ChoiceField(choices=["approve", "deny", "respond"])
     reason = StrictStr(required=False, allow_blank=True, max_length=10000)
+    response = StrictStr(
+        required=False, max_length=100_000, trim_whitespace=False, help_text="respond: the answer the run resumes with."
+    )
+    calls = serializers.ListField(
+        child=EditedCall(), required=False, max_length=1000, help_text="approve: edited arguments of editable calls."
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["decision"] == "deny" and not attrs.get("reason", "").strip():
             raise serializers.ValidationError({"reason": ["A denial needs a reason."]})
+        if attrs["decision"] == "respond" and not attrs.get("response", "").strip():
+            raise serializers.ValidationError({"response": ["A response needs words."]})
+        if attrs["decision"] != "respond" and "response" in attrs:
+            raise serializers.ValidationError({"response": ["Only a respond decision carries a response."]})
+        if attrs["decision"] != "approve" and "calls" in attrs:
+            raise serializers.ValidationError({"calls": ["Only an approve decision edits calls."]})
         return attrs
 
 
@@ -189,13 +305,18 @@ class Decide(Strict):
 class CreateWebhook(Strict):
     """A new endpoint; `scope` may be left out by a principal that is an operator in exactly one scope."""
 
-    scope = StrictStr(max_length=192, required=False)
-    url = StrictStr(max_length=2000, trim_whitespace=False)
+    scope = StrictStr(max_length=192, required=False, help_text="May be left out by an operator in exactly one scope.")
+    url = StrictStr(max_length=2000, trim_whitespace=False, help_text="http or https, without credentials.")
     event_types = serializers.ListField(
         child=serializers.ChoiceField(choices=WEBHOOK_EVENT_TYPES),
         required=False,
         default=list,
         help_text="The event types to receive; empty or absent: every type.",
     )
-    format = serializers.ChoiceField(choices=WebhookFormat.choices, required=False, default=WebhookFormat.STANDARD)
+    format = serializers.ChoiceField(
+        choices=WebhookFormat.choices,
+        required=False,
+        default=WebhookFormat.STANDARD,
+        help_text="`standard`: signed Standard Webhooks JSON; `slack`: an unsigned Slack incoming-webhook message.",
+    )
     description = StrictStr(max_length=500, required=False, allow_blank=True, default="")

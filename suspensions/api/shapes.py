@@ -41,8 +41,10 @@ class EventOut(serializers.Serializer):
 class PendingCallOut(serializers.Serializer):
     id = serializers.CharField()
     name = serializers.CharField()
-    arguments = serializers.CharField()
-    reply_with = serializers.CharField(required=False)
+    arguments = serializers.CharField(help_text="A string holding JSON, byte for byte as given; not an object.")
+    reply_with = serializers.CharField(required=False, help_text="Only on the one call of an `agent_reply` pause.")
+    arguments_schema = serializers.JSONField(required=False, help_text="Approval pauses: as given (DESIGN §15).")
+    editable = serializers.BooleanField(required=False, help_text="Approval pauses: as given (DESIGN §15).")
 
 
 class SuspensionSummaryOut(serializers.Serializer):
@@ -135,6 +137,20 @@ class DeniedOut(serializers.Serializer):
     fresh = serializers.BooleanField()
 
 
+class VotedOut(serializers.Serializer):
+    """A vote short of the approval's quorum (202): recorded; the run still waits at the same revision."""
+
+    decision = serializers.CharField()
+    run_id = serializers.UUIDField()
+    suspension_id = serializers.UUIDField()
+    run_state = serializers.CharField()
+    run_revision = serializers.IntegerField()
+    votes = serializers.IntegerField(help_text="Distinct approvers who approved so far.")
+    quorum = serializers.IntegerField(help_text="Votes needed to admit the run.")
+    voters = serializers.ListField(child=serializers.CharField())
+    fresh = serializers.BooleanField(help_text="False when this was the same approver's identical vote again.")
+
+
 class ExpiryReceiptOut(serializers.Serializer):
     """Proof that a pause, or an admitted continuation, expired before execution started (T9)."""
 
@@ -185,6 +201,28 @@ class AskedCallOut(serializers.Serializer):
     id = serializers.CharField()
     name = serializers.CharField()
     arguments = serializers.CharField(help_text="The arguments as the model wrote them: a string holding JSON.")
+    editable = serializers.BooleanField(help_text="May an approver edit the arguments?")
+    arguments_schema = serializers.JSONField(allow_null=True, help_text="JSON Schema the edited arguments must match.")
+
+
+class FinalCallOut(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    arguments = serializers.CharField(help_text="The arguments the run was admitted with: a string holding JSON.")
+    edited = serializers.BooleanField()
+    original_digest = serializers.CharField(help_text="SHA-256 (hex) of the arguments as asked, UTF-8 bytes.")
+
+
+class PolicyOut(serializers.Serializer):
+    quorum = serializers.IntegerField()
+    exclude_requester = serializers.BooleanField()
+    on_expiry = serializers.JSONField(help_text='"expire", "deny", or {"escalate": {"extend_seconds": n}}.')
+
+
+class VoteOut(serializers.Serializer):
+    voter = serializers.CharField()
+    cast_at = serializers.DateTimeField()
+    note = serializers.CharField()
 
 
 class ApprovalOut(serializers.Serializer):
@@ -194,8 +232,13 @@ class ApprovalOut(serializers.Serializer):
     run_id = serializers.UUIDField()
     scope = serializers.CharField()
     agent_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=["pending", "approved", "denied", "expired", "cancelled"])
+    status = serializers.ChoiceField(choices=["pending", "approved", "denied", "responded", "expired", "cancelled"])
     calls = AskedCallOut(many=True, help_text="The tool calls that were asked, kept after the pause is gone.")
+    policy = PolicyOut()
+    votes = VoteOut(many=True, help_text="Approve votes so far, in order.")
+    final_calls = FinalCallOut(many=True, allow_null=True, help_text="Approved: the calls as admitted.")
+    response = serializers.CharField(allow_null=True, help_text="Responded: the approver's answer in words.")
+    escalated_at = serializers.DateTimeField(allow_null=True, help_text="When the deadline was moved by escalation.")
     requested_by = serializers.CharField(help_text="The principal that stored the pause.")
     created_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True)
@@ -255,3 +298,42 @@ class WebhookMessageOut(serializers.Serializer):
     delivered_at = serializers.DateTimeField(allow_null=True)
     body = serializers.CharField(help_text="The exact body sent on every attempt.")
     attempts = DeliveryAttemptOut(many=True)
+
+
+# -- errors (DESIGN §10) ----------------------------------------------------------------------
+
+
+class Problem(serializers.Serializer):
+    """Every error, as application/problem+json (RFC 9457); suspensions/problems.py renders it."""
+
+    type = serializers.CharField(help_text="`https://suspensions.dev/errors/<code>`; `about:blank` for 405, 406, 429.")
+    title = serializers.CharField(help_text="The code's fixed title.")
+    status = serializers.IntegerField(help_text="The HTTP status; the same code always has the same status.")
+    detail = serializers.CharField(help_text="What went wrong in this request.")
+    code = serializers.CharField(help_text="The stable error code (docs/api.md §6); branch on this.")
+    # The metaclass moves declared fields off the class: this does not shadow Serializer.errors.
+    errors = serializers.JSONField(  # type: ignore[assignment]
+        required=False,
+        help_text="`invalid_request`: the field errors, keyed by field; `arguments_invalid`: a list of "
+        "`{call_id, path, message}`.",
+    )
+    call_id = serializers.CharField(required=False, help_text="`not_editable`: the call that may not be edited.")
+    request_digest = serializers.CharField(
+        required=False, help_text="`admission_conflict`, `closure_conflict`: the digest of your request."
+    )
+    admitted_digest = serializers.CharField(
+        required=False, help_text="`admission_conflict`: the digest of the request that claimed the pause."
+    )
+    closed_digest = serializers.CharField(
+        required=False, help_text="`closure_conflict`: the digest of the request that closed the run."
+    )
+    receipt = StartReceiptOut(required=False, help_text="`resume_already_started`: the start receipt.")
+    version = VersionOut(required=False, help_text="`version_conflict` of a closure: the version to close.")
+    unknown = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="`results_mismatch`: call ids no pending call has."
+    )
+    missing = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="`results_mismatch`: pending call ids without a result.",
+    )

@@ -4,7 +4,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db.models import F, QuerySet
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,24 +14,14 @@ from .. import presenters, selectors, services
 from ..exceptions import Forbidden, NotFound
 from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
+from . import docs, shapes
 from . import serializers as s
-from . import shapes
 from .authentication import principal_of
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
-PROBLEM = OpenApiResponse(description="application/problem+json error")
-ERRORS = {
-    400: PROBLEM,
-    401: PROBLEM,
-    403: PROBLEM,
-    404: PROBLEM,
-    409: PROBLEM,
-    410: PROBLEM,
-    413: PROBLEM,
-    422: PROBLEM,
-}
 DECISION = PolymorphicProxySerializer("Decision", [shapes.ClaimedOut, shapes.DeniedOut], resource_type_field_name=None)
-CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut, **ERRORS}
+# A claim: 201 for the call that did the work, 200 for the identical call again.
+CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
 
 
 def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -56,6 +46,7 @@ def run_body(run: Run) -> dict[str, Any]:
 # -- runs ---------------------------------------------------------------------
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("list_runs", ok={200: shapes.RunOut})))
 class RunList(generics.ListAPIView):
     serializer_class = shapes.RunOut
     filterset_class = RunFilter
@@ -63,13 +54,14 @@ class RunList(generics.ListAPIView):
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
-    @extend_schema(request=s.RegisterRun, responses={201: shapes.RunOut, **ERRORS})
+    @extend_schema(**docs.operation("register_run", request=s.RegisterRun, ok={201: shapes.RunOut}))
     def post(self, request: Request) -> Response:
         data = validated(s.RegisterRun, request)
         run = services.register_run(principal=principal_of(request), **data)
         return Response(run_body(run), status=201)
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("get_run", ok={200: shapes.RunOut})))
 class RunDetail(generics.RetrieveAPIView):
     serializer_class = shapes.RunOut
 
@@ -77,6 +69,7 @@ class RunDetail(generics.RetrieveAPIView):
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("list_run_events", ok={200: shapes.EventOut})))
 class RunEvents(generics.ListAPIView):
     serializer_class = shapes.EventOut
     pagination_class = OldestFirstPagination
@@ -91,7 +84,7 @@ class RunEvents(generics.ListAPIView):
 
 
 class Suspend(APIView):
-    @extend_schema(request=s.Suspend, responses={201: shapes.SuspensionOut, **ERRORS})
+    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: shapes.SuspensionOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Suspend, request)
         raw = request.data
@@ -104,12 +97,13 @@ class Suspend(APIView):
             pending=raw["pending"],
             continuation=raw["continuation"],
             ttl_seconds=data.get("ttl_seconds"),
+            approval=raw.get("approval"),
         )
         return Response(presenters.suspension_detail(suspension), status=201)
 
 
 class Resume(APIView):
-    @extend_schema(request=s.Resume, responses=CLAIMED)
+    @extend_schema(**docs.operation("resume_run", request=s.Resume, ok=CLAIMED))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Resume, request)
         claimed = services.resume_run(
@@ -119,21 +113,21 @@ class Resume(APIView):
 
 
 class Complete(APIView):
-    @extend_schema(request=s.Revision, responses={200: shapes.RunOut, **ERRORS})
+    @extend_schema(**docs.operation("complete_run", request=s.Revision, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Revision, request)
         return Response(run_body(services.complete_run(principal=principal_of(request), run_id=pk, **data)))
 
 
 class Fail(APIView):
-    @extend_schema(request=s.Fail, responses={200: shapes.RunOut, **ERRORS})
+    @extend_schema(**docs.operation("fail_run", request=s.Fail, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Fail, request)
         return Response(run_body(services.fail_run(principal=principal_of(request), run_id=pk, **data)))
 
 
 class Cancel(APIView):
-    @extend_schema(request=s.Revision, responses={200: shapes.RunOut, **ERRORS})
+    @extend_schema(**docs.operation("cancel_run", request=s.Revision, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Revision, request)
         return Response(run_body(services.cancel_run(principal=principal_of(request), run_id=pk, **data)))
@@ -142,6 +136,7 @@ class Cancel(APIView):
 # -- suspensions and approvals --------------------------------------------------
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("list_suspensions", ok={200: shapes.SuspensionSummaryOut})))
 class SuspensionList(generics.ListAPIView):
     serializer_class = shapes.SuspensionSummaryOut
     filterset_class = SuspensionFilter
@@ -156,7 +151,7 @@ class SuspensionList(generics.ListAPIView):
 
 
 class SuspensionDetail(APIView):
-    @extend_schema(responses={200: shapes.SuspensionOut, **ERRORS})
+    @extend_schema(**docs.operation("get_suspension", ok={200: shapes.SuspensionOut}))
     def get(self, request: Request, pk: UUID) -> Response:
         susp = selectors.suspensions(principal_of(request)).filter(pk=pk).first()
         if susp is None:
@@ -164,6 +159,7 @@ class SuspensionDetail(APIView):
         return Response(presenters.suspension_detail(susp))
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("list_approvals", ok={200: shapes.SuspensionSummaryOut})))
 class ApprovalList(SuspensionList):
     def get_queryset(self) -> QuerySet[Suspension]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
@@ -175,7 +171,9 @@ class ApprovalList(SuspensionList):
 
 
 class Decide(APIView):
-    @extend_schema(request=s.Decide, responses={200: DECISION, 201: DECISION, **ERRORS})
+    @extend_schema(
+        **docs.operation("decide_approval", request=s.Decide, ok={200: DECISION, 201: DECISION, 202: shapes.VotedOut})
+    )
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Decide, request)
         decision = services.decide(
@@ -184,9 +182,14 @@ class Decide(APIView):
             version=version_of(data),
             decision=data["decision"],
             reason=data.get("reason", ""),
+            response=data.get("response", ""),
+            calls=data.get("calls"),
         )
         if isinstance(decision, services.Denied):
             return created(presenters.denied_body(decision), decision.fresh)
+        if isinstance(decision, services.Voted):
+            # Short of the quorum: accepted, the run still waits (a replay of the same vote is 202 too).
+            return Response(presenters.voted_body(decision), status=202)
         return created(presenters.claimed_body(decision), decision.fresh)
 
 
@@ -197,6 +200,7 @@ def admission_rows(page: Any) -> list[dict[str, Any]]:
     return [presenters.admission_row(a) for a in page or []]
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("list_run_admissions", ok={200: shapes.AdmissionReceiptOut})))
 class RunAdmissions(generics.ListAPIView):
     serializer_class = shapes.AdmissionReceiptOut
     pagination_class = OldestFirstPagination
@@ -212,7 +216,7 @@ class RunAdmissions(generics.ListAPIView):
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.get_paginated_response(admission_rows(self.paginate_queryset(self.get_queryset())))
 
-    @extend_schema(request=s.Admit, responses=CLAIMED)
+    @extend_schema(**docs.operation("admit_agent_reply", request=s.Admit, ok=CLAIMED))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Admit, request)
         claimed = services.admit_reply(
@@ -226,7 +230,7 @@ class RunAdmissions(generics.ListAPIView):
 
 
 class LatestAdmission(APIView):
-    @extend_schema(responses={200: shapes.LatestAdmissionOut, **ERRORS})
+    @extend_schema(**docs.operation("get_latest_admission", ok={200: shapes.LatestAdmissionOut}))
     def get(self, request: Request, pk: UUID) -> Response:
         latest, start = selectors.latest_admission(principal_of(request), pk)
         if latest is None:
@@ -236,6 +240,7 @@ class LatestAdmission(APIView):
         return Response(body)
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("list_admissions", ok={200: shapes.AdmissionReceiptOut})))
 class AdmissionList(generics.ListAPIView):
     """Admitted work waiting for a start: the engine's queue (DESIGN §13, §16), only where it is an engine.
 
@@ -261,7 +266,7 @@ class AdmissionList(generics.ListAPIView):
 
 
 class StartAdmission(APIView):
-    @extend_schema(request=None, responses={201: shapes.ClaimedOut, **ERRORS})
+    @extend_schema(**docs.operation("start_admission", ok={201: shapes.ClaimedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         claimed = services.start_admission(principal=principal_of(request), admission_id=pk)
         return created(presenters.claimed_body(claimed), True)

@@ -4,7 +4,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,14 +13,15 @@ from rest_framework.views import APIView
 from .. import presenters, selectors
 from ..models import WebhookEndpoint, WebhookMessage
 from ..services import webhooks
+from . import docs, shapes
 from . import serializers as s
-from . import shapes
 from .authentication import principal_of
-from .views import ERRORS, validated
+from .views import validated
 
-ACCEPTED = {202: shapes.WebhookMessageOut, **ERRORS}
+ACCEPTED = {202: shapes.WebhookMessageOut}
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("list_webhooks", ok={200: shapes.WebhookEndpointOut})))
 class WebhookList(generics.ListAPIView):
     """The endpoints of the caller's operator scopes, newest first (403 without the role anywhere)."""
 
@@ -37,7 +38,9 @@ class WebhookList(generics.ListAPIView):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response([presenters.webhook_endpoint(e) for e in page or []])
 
-    @extend_schema(request=s.CreateWebhook, responses={201: shapes.WebhookEndpointSecretOut, **ERRORS})
+    @extend_schema(
+        **docs.operation("create_webhook", request=s.CreateWebhook, ok={201: shapes.WebhookEndpointSecretOut})
+    )
     def post(self, request: Request) -> Response:
         data = validated(s.CreateWebhook, request)
         endpoint, secret = webhooks.create_endpoint(principal=principal_of(request), **{"scope": None, **data})
@@ -45,39 +48,40 @@ class WebhookList(generics.ListAPIView):
 
 
 class WebhookDetail(APIView):
-    @extend_schema(responses={200: shapes.WebhookEndpointOut, **ERRORS})
+    @extend_schema(**docs.operation("get_webhook", ok={200: shapes.WebhookEndpointOut}))
     def get(self, request: Request, pk: UUID) -> Response:
         return Response(presenters.webhook_endpoint(webhooks.endpoint_of(principal_of(request), pk)))
 
 
 class DisableWebhook(APIView):
-    @extend_schema(request=None, responses={200: shapes.WebhookEndpointOut, **ERRORS})
+    @extend_schema(**docs.operation("disable_webhook", ok={200: shapes.WebhookEndpointOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint = webhooks.disable_endpoint(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint(endpoint))
 
 
 class EnableWebhook(APIView):
-    @extend_schema(request=None, responses={200: shapes.WebhookEndpointOut, **ERRORS})
+    @extend_schema(**docs.operation("enable_webhook", ok={200: shapes.WebhookEndpointOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint = webhooks.enable_endpoint(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint(endpoint))
 
 
 class RotateWebhookSecret(APIView):
-    @extend_schema(request=None, responses={200: shapes.WebhookEndpointSecretOut, **ERRORS})
+    @extend_schema(**docs.operation("rotate_webhook_secret", ok={200: shapes.WebhookEndpointSecretOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint, secret = webhooks.rotate_secret(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint_with_secret(endpoint, secret))
 
 
 class TestWebhook(APIView):
-    @extend_schema(request=None, responses=ACCEPTED)
+    @extend_schema(**docs.operation("test_webhook", ok=ACCEPTED))
     def post(self, request: Request, pk: UUID) -> Response:
         message = webhooks.send_test(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_message(message), status=202)
 
 
+@extend_schema_view(get=extend_schema(**docs.operation("list_webhook_messages", ok={200: shapes.WebhookMessageOut})))
 class WebhookMessages(generics.ListAPIView):
     """The endpoint's messages, newest first, each with its attempts."""
 
@@ -96,7 +100,7 @@ class WebhookMessages(generics.ListAPIView):
 
 
 class RedeliverMessage(APIView):
-    @extend_schema(request=None, responses=ACCEPTED)
+    @extend_schema(**docs.operation("redeliver_webhook_message", ok=ACCEPTED))
     def post(self, request: Request, pk: UUID, message_id: UUID) -> Response:
         message = webhooks.redeliver(principal=principal_of(request), endpoint_id=pk, message_id=message_id)
         return Response(presenters.webhook_message(message), status=202)

@@ -54,12 +54,12 @@ if MULTIPROC_DIR:
 disable_created_metrics()
 LOCAL = CollectorRegistry()
 
-ClaimKind = Literal["one_shot", "agent_reply", "approval", "deny", "dispatch", "start"]
+ClaimKind = Literal["one_shot", "agent_reply", "approval", "respond", "deny", "dispatch", "start"]
 ClaimOutcome = Literal["fresh", "replay", "conflict", "expired", "refused"]
 CLAIM_KINDS: tuple[str, ...] = get_args(ClaimKind)
 CLAIM_OUTCOMES: tuple[str, ...] = get_args(ClaimOutcome)
 SWEEP_RUN_OUTCOMES = ("success", "failure")
-SWEEP_ROW_OUTCOMES = ("expired", "dropped", "failed")
+SWEEP_ROW_OUTCOMES = ("expired", "escalated", "dropped", "failed")
 # Live pauses are counted exactly up to this many per reason, then estimated (see _live_pauses).
 EXACT_UP_TO = 10_000
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

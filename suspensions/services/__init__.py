@@ -3,7 +3,7 @@
 claims.py   the run lock, the clock, the event writer and the one claim sequence
 runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
 resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
-approvals.py T4 approve and T6 deny, and `decide` for the API and the console
+approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits (DESIGN §9)
 sweep.py    T9 expiry (its set-based SQL in sweep_sql.py)
 closure.py  T10 closure
@@ -12,7 +12,7 @@ webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the modul
 Wire shapes are rendered in suspensions/presenters.py, never here.
 """
 
-from .approvals import Decision, Denied, approve, decide, deny_approval  # noqa: F401
+from .approvals import Decision, Denied, Voted, approve, decide, deny_approval, respond  # noqa: F401
 from .claims import Claimed, Version, db_now, suspension_digest_of  # noqa: F401
 from .closure import Closed, ClosureRequest, close_run, closure_of  # noqa: F401
 from .flows import Envelope, ParkedWait, park_flow_wait, resume_flow_wait  # noqa: F401

@@ -1,24 +1,48 @@
-"""An approver's decision (DESIGN §3 T4/T6, §4): approve admits the decision, deny fails the run.
+"""An approver's decision (DESIGN §3 T4/T6, §4, §15): approve (a vote), respond, or deny.
 
 `decide` is the one entry for the API and the console: both hand it the
 principal, the approval, the version the approver saw and the decision.
+
+Every approve is a vote (`ApprovalVote`), by a distinct person. The vote
+that reaches the approval's quorum admits the run (T4) in the same
+transaction, with every call's final arguments as its input; a vote short
+of it changes no revision, so the version the voters saw stays valid.
+`respond` admits the run with the approver's words as its input whatever the
+quorum, and `deny` fails it (T6): either ends the approval at once.
 """
 
+import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 from uuid import UUID
 
 from django.db import transaction
 
-from .. import digests
-from ..exceptions import InvalidRequest, NotSuspended
-from ..models import Admission, AdmissionSource, Approval, ApprovalStatus, Role, RunState, Suspension
+from .. import digests, policies
+from ..exceptions import (
+    InvalidRequest,
+    NotSuspended,
+    SeparationOfDuties,
+    VoteMismatch,
+)
+from ..models import (
+    AdmissionSource,
+    Approval,
+    ApprovalStatus,
+    ApprovalVote,
+    Role,
+    RunState,
+    Suspension,
+)
 from ..models import Run as RunModel
 from ..observability import metrics
 from ..principals import Principal
 from .claims import (
     Claimed,
     Version,
+    admit,
     check_deadline,
     check_reason,
     claim,
@@ -27,6 +51,7 @@ from .claims import (
     is_current,
     lock_run,
     move,
+    replay_or_conflict,
     require,
     resolve_approval,
     write_events,
@@ -41,13 +66,22 @@ class Denied:
     fresh: bool = True
 
 
-Decision = Claimed | Denied
+@dataclass
+class Voted:
+    """A vote short of the quorum: recorded, the run still paused at the same revision (202)."""
+
+    run: RunModel
+    suspension_id: UUID
+    quorum: int
+    voters: list[str] = field(default_factory=list)
+    fresh: bool = True
+
+    @property
+    def votes(self) -> int:
+        return len(self.voters)
 
 
-def _approval_input(calls: list[str], note: str, approver: str) -> str:
-    # The approver is part of the input: a second approver's identical click is
-    # a different decision (a conflict), only the same approver's is a replay.
-    return digests.canonical({"decision": "approve", "calls": calls, "note": note, "approver": approver}).decode()
+Decision = Claimed | Denied | Voted
 
 
 def _check_version(suspension_id: UUID | str, version: Version) -> None:
@@ -58,20 +92,153 @@ def _check_version(suspension_id: UUID | str, version: Version) -> None:
         )
 
 
-@metrics.counted_claim("approval")
-def approve(*, principal: Principal, suspension_id: UUID | str, version: Version, note: str = "") -> Claimed:
-    """T4 by an approver: the decision is the admitted input; the run waits in the engines' work list.
+def _record(run: RunModel, version: Version) -> Approval:
+    """The approval record of the pause the version names (read under the run lock)."""
+    record = Approval.objects.filter(pk=version.suspension_id, run_id=run.id).first()
+    if record is None:
+        raise NotSuspended(f"run {run.id} has no approval {version.suspension_id}")
+    return record
 
-    Locks the run. The same approver's identical decision again is a replay (fresh=False).
+
+def check_duties(principal: Principal, record: Approval) -> None:
+    """DESIGN §15 separation of duties: with `exclude_requester`, whoever stored the pause may not decide it.
+
+    The same person counts whatever principal they use: a user, or a token linked to that user.
+    """
+    if not record.exclude_requester:
+        return
+    same_user = principal.user_id is not None and principal.user_id == record.requester_user_id
+    if principal.name == record.requested_by or same_user:
+        raise SeparationOfDuties(f"{principal.name} asked for this approval and may not decide it")
+
+
+def _vote_digest(calls_text: str, note: str) -> str:
+    return hashlib.sha256(digests.canonical({"calls": json.loads(calls_text), "note": note})).hexdigest()
+
+
+def _approval_input(calls: list[dict[str, Any]], note: str, approvers: Sequence[str]) -> str:
+    # The last voter is `approver`; every voter, in order, is `approvers`.
+    body = {
+        "decision": "approve",
+        "calls": calls,
+        "note": note,
+        "approver": approvers[-1],
+        "approvers": list(approvers),
+    }
+    return digests.canonical(body).decode()
+
+
+def _replay_vote(principal: Principal, run: RunModel, live: Suspension | None, version: Version, digest: str) -> Any:
+    """The approval is no longer open at this version: the same person's identical vote again is a replay."""
+    own = ApprovalVote.objects.filter(suspension_id=version.suspension_id, voter_key=principal.person).first()
+    existing = earlier_claim(run, live, version)  # 409 for a stale version with nothing to replay
+    if existing is None:
+        raise NotSuspended(f"pause {version.suspension_id} was already decided")
+    if own is not None and own.digest == digest:
+        return Claimed(run=run, admission=existing, fresh=False)
+    replay_or_conflict(run, existing, digest)  # a vote digest never equals a request digest: raises
+    raise AssertionError("replay_or_conflict raised")
+
+
+@metrics.counted_claim("approval")
+def approve(
+    *,
+    principal: Principal,
+    suspension_id: UUID | str,
+    version: Version,
+    note: str = "",
+    edits: list[dict[str, Any]] | None = None,
+) -> Claimed | Voted:
+    """A vote to approve, with the approver's edits; at the quorum, T4 with the final calls as input.
+
+    Locks the run. Refusals, all before the first write: the pause must be an
+    approval (403), open at this version (409; the same person's identical
+    vote again replays: 200, or 202 while short of the quorum), before its
+    deadline (410); separation of duties (403); edits (400, 403 not_editable,
+    422 arguments_invalid); a vote on other calls than the first vote's, or
+    the same person voting differently (409 vote_mismatch).
     """
     _check_version(suspension_id, version)
+    with transaction.atomic():
+        run, live, now = lock_run(principal, version.run_id)
+        require(principal, Role.APPROVER, run.scope)
+        check_reason(live, version, "decide")
+        if not is_current(run, live, version) or live is None:
+            record = Approval.objects.filter(pk=version.suspension_id, run_id=run.id).first()
+            calls = policies.final_calls(json.loads(record.pending), edits) if record is not None else []
+            return _replay_vote(  # type: ignore[no-any-return]
+                principal, run, live, version, _vote_digest(digests.canonical(calls).decode(), note)
+            )
+        check_deadline(live, now)
+        record = _record(run, version)
+        check_duties(principal, record)
+        calls = policies.final_calls(json.loads(live.pending), edits)
+        calls_text = digests.canonical(calls).decode()
+        digest = _vote_digest(calls_text, note)
+        votes = list(ApprovalVote.objects.filter(suspension_id=live.id).order_by("cast_at", "id"))
+        mine = next((v for v in votes if v.voter_key == principal.person), None)
+        if mine is not None:
+            if mine.digest != digest:
+                raise VoteMismatch("you already voted on this approval, with other calls or another note")
+            return Voted(
+                run=run, suspension_id=live.id, quorum=record.quorum, voters=[v.voter for v in votes], fresh=False
+            )
+        if votes and votes[0].calls != calls_text:
+            raise VoteMismatch("a vote must approve exactly the calls of the first vote", first_voter=votes[0].voter)
+        vote = ApprovalVote(
+            suspension_id=live.id,
+            run_id=run.id,
+            voter=principal.name,
+            voter_key=principal.person,
+            calls=calls_text,
+            note=note,
+            digest=digest,
+            cast_at=now,
+        )
+        vote.stamp_scope(run.scope)
+        vote.save(force_insert=True)
+        voters = [v.voter for v in votes] + [principal.name]
+        edited = [c["id"] for c in calls if c["edited"]]
+        voted = event(
+            run, "voted", principal.name, now, suspension_id=str(live.id), votes=len(voters), quorum=record.quorum
+        )
+        if edited:
+            voted.data["edited"] = edited
+        if len(voters) < record.quorum:
+            write_events(voted)
+            return Voted(run=run, suspension_id=live.id, quorum=record.quorum, voters=voters)
+        input_text = _approval_input(calls, note, voters)
+        request_digest = digests.request_digest(scope=run.scope, version=version.as_dict(), input=input_text)
+        c = admit(
+            principal=principal,
+            run=run,
+            live=live,
+            now=now,
+            version=version,
+            source=AdmissionSource.APPROVAL,
+            input_text=input_text,
+            request_digest=request_digest,
+        )
+        resolve_approval(live.id, ApprovalStatus.APPROVED, now, principal.name, note, final_calls=calls_text)
+        assert c.admitted is not None
+        write_events(*([voted] if record.quorum > 1 else []), c.admitted)
+    return Claimed(run=c.run, admission=c.admission, fresh=True)
 
-    def decision_of(live: Suspension | None, existing: Admission | None) -> str:
-        if existing is not None:
-            earlier = json.loads(existing.input) if existing.source == AdmissionSource.APPROVAL else {}
-            return _approval_input(earlier.get("calls", []), note, principal.name)
-        assert live is not None
-        return _approval_input([c["id"] for c in json.loads(live.pending)], note, principal.name)
+
+@metrics.counted_claim("respond")
+def respond(*, principal: Principal, suspension_id: UUID | str, version: Version, response: str) -> Claimed:
+    """T4 with the approver's words as input instead of the tools: the engine resumes its model with them.
+
+    Ends the approval whatever its quorum. Locks the run; the same approver's
+    identical response again is a replay (fresh=False).
+    """
+    _check_version(suspension_id, version)
+    if not response.strip():
+        raise InvalidRequest("a response needs words", errors={"response": ["A response needs words."]})
+    input_text = digests.canonical({"decision": "respond", "response": response, "approver": principal.name}).decode()
+
+    def duties(live: Suspension) -> None:
+        check_duties(principal, Approval.objects.get(pk=live.id))
 
     with transaction.atomic():
         c = claim(
@@ -81,12 +248,13 @@ def approve(*, principal: Principal, suspension_id: UUID | str, version: Version
             role=Role.APPROVER,
             door="decide",
             source=AdmissionSource.APPROVAL,
-            input_of=decision_of,
+            input_of=lambda live, existing: input_text,
+            check=duties,
         )
         if c.fresh:
             assert c.live is not None and c.admitted is not None
-            resolve_approval(c.live.id, ApprovalStatus.APPROVED, c.now, principal.name, note)
-            write_events(c.admitted)
+            resolve_approval(c.live.id, ApprovalStatus.RESPONDED, c.now, principal.name, response=response)
+            write_events(c.admitted, announce={"decision": "respond"})
     return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
 
 
@@ -94,7 +262,8 @@ def approve(*, principal: Principal, suspension_id: UUID | str, version: Version
 def deny_approval(*, principal: Principal, suspension_id: UUID | str, version: Version, reason: str) -> Denied:
     """T6 deny: the run fails with `rejected: <reason>`, the pause is deleted, the approval resolved.
 
-    Locks the run. The same approver's identical denial again is a replay (fresh=False).
+    Locks the run. Ends a quorum approval whatever votes it has. The same
+    approver's identical denial again is a replay (fresh=False).
     """
     _check_version(suspension_id, version)
     with transaction.atomic():
@@ -111,6 +280,7 @@ def deny_approval(*, principal: Principal, suspension_id: UUID | str, version: V
             raise NotSuspended(f"pause {version.suspension_id} was already decided")
         assert live is not None
         check_deadline(live, now)
+        check_duties(principal, _record(run, version))
         Suspension.objects.filter(pk=live.pk).delete()
         resolve_approval(live.id, ApprovalStatus.DENIED, now, principal.name, reason)
         move(run, RunState.FAILED, now, error=f"rejected: {reason}")
@@ -119,13 +289,24 @@ def deny_approval(*, principal: Principal, suspension_id: UUID | str, version: V
 
 
 def decide(
-    *, principal: Principal, suspension_id: UUID | str, version: Version, decision: str, reason: str = ""
+    *,
+    principal: Principal,
+    suspension_id: UUID | str,
+    version: Version,
+    decision: str,
+    reason: str = "",
+    response: str = "",
+    calls: list[dict[str, Any]] | None = None,
 ) -> Decision:
-    """The approver's decision, for the API and the console alike: approve (T4) or deny (T6)."""
+    """The approver's decision, for the API and the console alike: approve (a vote), respond, or deny."""
     if decision == "approve":
-        return approve(principal=principal, suspension_id=suspension_id, version=version, note=reason)
+        return approve(principal=principal, suspension_id=suspension_id, version=version, note=reason, edits=calls)
+    if decision == "respond":
+        return respond(principal=principal, suspension_id=suspension_id, version=version, response=response)
     if decision == "deny":
         if not reason.strip():
             raise InvalidRequest("a denial needs a reason", errors={"reason": ["A denial needs a reason."]})
         return deny_approval(principal=principal, suspension_id=suspension_id, version=version, reason=reason)
-    raise InvalidRequest("decision must be approve or deny", errors={"decision": ["Must be approve or deny."]})
+    raise InvalidRequest(
+        "decision must be approve, deny or respond", errors={"decision": ["Must be approve, deny or respond."]}
+    )

@@ -315,6 +315,35 @@ def claim(
     check_deadline(live, now)
     if check is not None:
         check(live)
+    return admit(
+        principal=principal,
+        run=run,
+        live=live,
+        now=now,
+        version=version,
+        source=source,
+        input_text=input_text,
+        request_digest=request_digest,
+        state=state,
+    )
+
+
+def admit(
+    *,
+    principal: Principal,
+    run: Run,
+    live: Suspension,
+    now: datetime,
+    version: Version,
+    source: str,
+    input_text: str,
+    request_digest: str,
+    state: str = AdmissionState.ADMITTED,
+) -> Claim:
+    """T4's writes, after every check passed under the run lock: the run moves to `running`, the admission row.
+
+    Returns the fresh Claim with its unsaved `admitted` event.
+    """
     move(run, RunState.RUNNING, now)
     admission = Admission(
         run_id=run.id,
@@ -371,8 +400,10 @@ def write_start(
     return start, event(run, "started", actor, now, suspension_id=str(suspension.id), start_digest=start.digest)
 
 
-def resolve_approval(suspension_id: UUID, status: str, now: datetime, actor: str = "", note: str = "") -> None:
-    """Close the pause's approval request, if it has one still pending."""
+def resolve_approval(
+    suspension_id: UUID, status: str, now: datetime, actor: str = "", note: str = "", **decided: str
+) -> None:
+    """Close the pause's approval request, if it has one still pending; `decided`: final_calls or response."""
     Approval.objects.filter(suspension_id=suspension_id, status=ApprovalStatus.PENDING).update(
-        status=status, resolved_at=now, decided_by=actor, note=note
+        status=status, resolved_at=now, decided_by=actor, note=note, **decided
     )

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 APPROVAL_REQUESTED = "approval.requested"
 APPROVAL_DECIDED = "approval.decided"
+APPROVAL_VOTE = "approval.vote"
+APPROVAL_ESCALATED = "approval.escalated"
 ADMISSION_CREATED = "admission.created"
 SUSPENSION_EXPIRED = "suspension.expired"
 RUN_FINISHED = "run.finished"
@@ -96,7 +98,7 @@ def announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[
             source == AdmissionSource.DISPATCH and extra.get("reason") == Reason.APPROVAL
         )
         if answered:
-            decision = "approve" if source == AdmissionSource.APPROVAL else "respond"
+            decision = extra.get("decision") or ("approve" if source == AdmissionSource.APPROVAL else "respond")
             yield (
                 APPROVAL_DECIDED,
                 {**base, **pause, "reason": "approval", "decision": decision, "decided_by": row.actor},
@@ -104,6 +106,9 @@ def announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[
         if source in WORK:
             work = {"admission_id": d.get("admission_id"), "source": source, "request_digest": d.get("request_digest")}
             yield ADMISSION_CREATED, {**base, **pause, **work}
+    elif row.kind == "voted":
+        vote = {"votes": d.get("votes"), "quorum": d.get("quorum"), "voter": row.actor}
+        yield APPROVAL_VOTE, {**base, **pause, "reason": "approval", **vote}
     elif row.kind == "denied":
         yield APPROVAL_DECIDED, {**base, **pause, "reason": "approval", "decision": "deny", "decided_by": row.actor}
         # A denial fails the run: engines that follow run.finished learn of it there too.
@@ -148,6 +153,22 @@ def expired_data(
     if admission_id is not None:
         data["admission_id"] = str(admission_id)
     return data
+
+
+def escalated_data(
+    *, run_id: Any, suspension_id: Any, scope: str, revision: int, deadline: datetime, previous: datetime
+) -> dict[str, Any]:
+    """The data of an `approval.escalated` event (DESIGN §15), for the sweep's set-based insert."""
+    return {
+        "run_id": str(run_id),
+        "suspension_id": str(suspension_id),
+        "scope": scope,
+        "state": RunState.PAUSED.value,
+        "revision": revision,
+        "reason": Reason.APPROVAL.value,
+        "deadline": digests.rfc3339(deadline),
+        "previous_deadline": digests.rfc3339(previous),
+    }
 
 
 def enqueue_fan_out(ids: list[int] | None, countdown: float | None = None) -> None:

@@ -11,7 +11,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import transaction
 
-from .. import digests, scopes
+from .. import digests, policies, scopes
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState, VersionConflict
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
@@ -58,11 +58,13 @@ def suspend_run(
     continuation: dict[str, Any],
     ttl_seconds: int | None = None,
     correlation_id: str = "",
+    approval: dict[str, Any] | None = None,
 ) -> Suspension:
     """T2 suspend: a running run at `revision` pauses; opens an approval for `approval` pauses.
 
     Locks the run. Refuses a stale revision (version_conflict), a live pause
-    (already_suspended) and a finished run (invalid_state).
+    (already_suspended) and a finished run (invalid_state). `approval` is the
+    pause's policy (DESIGN §15), validated by the caller.
     """
     pending_text = bounded_input(pending)
     continuation_text = digests.canonical(continuation).decode("utf-8")
@@ -92,7 +94,7 @@ def suspend_run(
         suspension.stamp_scope(run.scope)
         suspension.save(force_insert=True)
         if reason == Reason.APPROVAL:
-            _open_approval(principal, run, suspension)
+            _open_approval(principal, run, suspension, policies.parse_policy(approval))
         # A new pause ends the execution the previous start granted.
         Admission.objects.filter(run_id=run.id, state=AdmissionState.STARTED).update(state=AdmissionState.DONE)
         move(run, RunState.PAUSED, now, last_reason=reason)
@@ -111,9 +113,11 @@ def suspend_run(
     return suspension
 
 
-def _open_approval(principal: Principal, run: Run, suspension: Suspension) -> None:
-    """The approval request, keeping what was asked: it outlives the pause (deny, start, expiry)."""
+def _open_approval(principal: Principal, run: Run, suspension: Suspension, policy: dict[str, Any]) -> None:
+    """The approval request, keeping what was asked and its policy: it outlives the pause (deny, start, expiry)."""
     approval = Approval(
+        **policy,
+        requester_user_id=principal.user_id,
         suspension_id=suspension.id,
         run_id=run.id,
         agent_id=run.agent_id,

@@ -18,6 +18,7 @@ written.
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +32,7 @@ from ..models import Run
 from ..observability import logs, metrics
 from . import outbox
 from .claims import db_now
-from .sweep_sql import ADMITTED, ORPHAN, SWEEPER, Due, due_rows, write
+from .sweep_sql import ADMITTED, ENDING, ESCALATED, ORPHAN, SWEEPER, Due, due_rows, event_kind, write
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 class BatchResult:
     locked: int = 0
     expired: int = 0
+    escalated: int = 0
     receipts: int = 0
     dropped: int = 0
     skipped: list[UUID] = field(default_factory=list)  # run ids left alone or failed: not offered again this pass
@@ -51,6 +53,7 @@ class BatchResult:
 class SweepResult:
     batches: int = 0
     expired: int = 0
+    escalated: int = 0
     receipts: int = 0
     dropped: int = 0
     failed: int = 0
@@ -60,6 +63,7 @@ class SweepResult:
     def add(self, batch: BatchResult) -> None:
         self.batches += 1
         self.expired += batch.expired
+        self.escalated += batch.escalated
         self.receipts += batch.receipts
         self.dropped += batch.dropped
         self.failed += batch.failed
@@ -113,15 +117,14 @@ def _write_or_split(rows: list[Due], now: datetime) -> tuple[list[Due], list[Due
 
 def _announce(written: list[Due]) -> None:
     """The batch's transitions for the metrics (on commit) and the logs, one line a row, as write_events does."""
-    metrics.transition("expired", sum(r.kind != ORPHAN for r in written))
-    metrics.transition("pause_dropped", sum(r.kind == ORPHAN for r in written))
+    for kind, n in Counter(event_kind(r) for r in written).items():
+        metrics.transition(kind, n)
     for r in written:
-        expired = r.kind != ORPHAN
         logs.transition(
             logs.Transition(
-                kind="expired" if expired else "pause_dropped",
+                kind=event_kind(r),
                 run_id=r.run_id,
-                revision=r.revision + expired,
+                revision=r.revision + (r.kind in ENDING),
                 actor=SWEEPER,
                 scope=r.scope,
             )
@@ -146,9 +149,10 @@ def expire_batch(*, limit: int, now: datetime | None = None, exclude: Iterable[U
             # The batch's outbox ids are not read back: the task fans out whatever is undispatched.
             outbox.enqueue_fan_out(None)
     result = BatchResult(locked=len(runs), skipped=left + [r.run_id for r in failed], failed=len(failed))
-    result.expired = sum(1 for r in written if r.kind != ORPHAN)
+    result.expired = sum(1 for r in written if r.kind in ENDING)
+    result.escalated = sum(1 for r in written if r.kind == ESCALATED)
     result.receipts = sum(1 for r in written if r.kind == ADMITTED)
-    result.dropped = len(written) - result.expired
+    result.dropped = sum(1 for r in written if r.kind == ORPHAN)
     result.seconds = time.monotonic() - began
     return result
 

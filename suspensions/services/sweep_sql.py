@@ -10,7 +10,7 @@ PostgreSQL.
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -27,6 +27,7 @@ from ..models import (
     ApprovalStatus,
     Event,
     ExpiryReceipt,
+    OnExpiry,
     OutboxEvent,
     Reason,
     Run,
@@ -44,8 +45,12 @@ UNANSWERED = "nobody answered in time"
 
 # What the sweep does with one due pause, decided under the run lock.
 PAUSED = "paused"  # a paused run: expire it
+DENIED = "denied"  # a paused approval whose policy says deny: fail the run (DESIGN §15)
+ESCALATED = "escalated"  # a paused approval whose policy says escalate, not yet escalated: move its deadline
 ADMITTED = "admitted"  # an admitted, unstarted continuation: expire it with a receipt
 ORPHAN = "orphan"  # a pause left on a terminal run: delete it, the run stays as it is
+# The kinds that end the run (an orphan's run has ended already; an escalation keeps it paused).
+ENDING = frozenset({PAUSED, DENIED, ADMITTED})
 
 
 @dataclass
@@ -61,6 +66,11 @@ class Due:
     kind: str
     admission_id: UUID | None = None
     request_digest: str = ""
+    extend_seconds: int = 0  # an escalation's move of the deadline
+
+    @property
+    def new_deadline(self) -> datetime:
+        return self.expires_at + timedelta(seconds=self.extend_seconds)
 
 
 def due_rows(runs: dict[UUID, tuple[str, int, str]], now: datetime) -> tuple[list[Due], list[UUID]]:
@@ -70,14 +80,18 @@ def due_rows(runs: dict[UUID, tuple[str, int, str]], now: datetime) -> tuple[lis
     it sees what a claim or another sweeper committed before we locked the run.
     """
     found = _execute(
-        f"SELECT s.id, s.run_id, s.reason, s.expires_at, a.id, a.state, a.request_digest "
+        f"SELECT s.id, s.run_id, s.reason, s.expires_at, a.id, a.state, a.request_digest, "
+        f"p.on_expiry, p.extend_seconds, p.escalated_at "
         f"FROM {_rows('id uuid')} JOIN {SUSPENSION} s ON s.run_id = v.id "
-        f"LEFT JOIN {ADMISSION} a ON a.run_id = s.run_id AND a.suspension_id = s.id",
+        f"LEFT JOIN {ADMISSION} a ON a.run_id = s.run_id AND a.suspension_id = s.id "
+        f"LEFT JOIN {APPROVAL} p ON p.suspension_id = s.id",
         [_ids(list(runs))],
     )
     due: list[Due] = []
     left: list[UUID] = []
-    for suspension_id, run_id, reason, expires_at, admission_id, admission_state, request_digest in found:
+    for row_values in found:
+        suspension_id, run_id, reason, expires_at, admission_id, admission_state, request_digest = row_values[:7]
+        on_expiry, extend_seconds, escalated_at = row_values[7:]
         run_id, expires_at = _uuid(run_id), _moment(expires_at)
         if expires_at is None or expires_at > now:
             continue
@@ -91,6 +105,10 @@ def due_rows(runs: dict[UUID, tuple[str, int, str]], now: datetime) -> tuple[lis
                 left.append(run_id)
                 continue
             row.kind, row.admission_id, row.request_digest = ADMITTED, _uuid(admission_id), request_digest
+        elif on_expiry == OnExpiry.DENY:
+            row.kind = DENIED
+        elif on_expiry == OnExpiry.ESCALATE and escalated_at is None:
+            row.kind, row.extend_seconds = ESCALATED, int(extend_seconds)
         due.append(row)
     return due, left
 
@@ -110,6 +128,8 @@ def _moment(value: Any) -> datetime | None:
 
 
 def _error(row: Due) -> str:
+    if row.kind == DENIED:
+        return f"rejected: {UNANSWERED}"
     deadline = digests.rfc3339(row.expires_at)
     if row.kind == ADMITTED:
         return f"expired: the admitted {row.reason} continuation was not started by its deadline {deadline}"
@@ -167,32 +187,47 @@ def _stamp(now: datetime) -> Any:
     return Run._meta.get_field("updated_at").get_db_prep_value(now, connection)
 
 
+def _state(row: Due) -> str:
+    return RunState.FAILED if row.kind == DENIED else RunState.EXPIRED
+
+
 def _expire_runs(rows: list[Due], now: datetime) -> Statement:
-    """Each run expired with its own error text; `revision + 1` is the fencing bump."""
+    """Each run expired (or failed, for a policy's deny) with its own error text; `revision + 1` is the fencing bump."""
+    batch = [{"run_id": r.run_id.hex, "state": _state(r), "error": _error(r)} for r in rows]
     return (
-        f"UPDATE {RUN} SET state = %s, revision = revision + 1, updated_at = %s, error = v.error "
-        f"FROM {_rows('run_id uuid, error text')} WHERE {RUN}.id = v.run_id",
-        [RunState.EXPIRED, _stamp(now), _json([{"run_id": r.run_id.hex, "error": _error(r)} for r in rows])],
+        f"UPDATE {RUN} SET state = v.state, revision = revision + 1, updated_at = %s, error = v.error "
+        f"FROM {_rows('run_id uuid, state text, error text')} WHERE {RUN}.id = v.run_id",
+        [_stamp(now), _json(batch)],
     )
 
 
+def event_kind(row: Due) -> str:
+    """The sweep's event for a row: a policy's deny and escalation are recorded on the expiry event."""
+    return {ORPHAN: "pause_dropped", ESCALATED: "escalated"}.get(row.kind, "expired")
+
+
 def _event_data(row: Due) -> dict[str, Any]:
-    data = {
+    data: dict[str, Any] = {
         "suspension_id": str(row.suspension_id),
         "reason": row.reason,
-        "expires_at": digests.rfc3339(row.expires_at),
+        "expires_at": digests.rfc3339(row.new_deadline if row.kind == ESCALATED else row.expires_at),
     }
     if row.admission_id is not None:
         data["admission_id"] = str(row.admission_id)
+    if row.kind == DENIED:
+        data["on_expiry"] = OnExpiry.DENY.value
+    if row.kind == ESCALATED:
+        data.update(
+            on_expiry=OnExpiry.ESCALATE.value,
+            previous_expires_at=digests.rfc3339(row.expires_at),
+            extend_seconds=row.extend_seconds,
+        )
     return data
 
 
 def _insert_events(rows: list[Due], now: datetime) -> Statement:
-    """One event per row at the run's revision (already bumped when the run expired)."""
-    batch = [
-        {"run_id": r.run_id.hex, "kind": "expired" if r.kind != ORPHAN else "pause_dropped", "data": _event_data(r)}
-        for r in rows
-    ]
+    """One event per row at the run's revision (already bumped when the run expired; unchanged by an escalation)."""
+    batch = [{"run_id": r.run_id.hex, "kind": event_kind(r), "data": _event_data(r)} for r in rows]
     return (
         f"INSERT INTO {EVENT} (run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at) "
         f"SELECT r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, v.kind, %s, r.revision, v.data, %s "
@@ -201,29 +236,59 @@ def _insert_events(rows: list[Due], now: datetime) -> Statement:
     )
 
 
+def _announced(row: Due) -> tuple[str, dict[str, Any]]:
+    """The outbox row of an expired pause (`suspension.expired`) or an escalation (`approval.escalated`)."""
+    if row.kind == ESCALATED:
+        return outbox.APPROVAL_ESCALATED, outbox.escalated_data(
+            run_id=row.run_id,
+            suspension_id=row.suspension_id,
+            scope=row.scope,
+            revision=row.revision,
+            deadline=row.new_deadline,
+            previous=row.expires_at,
+        )
+    data = outbox.expired_data(
+        run_id=row.run_id,
+        suspension_id=row.suspension_id,
+        scope=row.scope,
+        revision=row.revision + 1,
+        reason=row.reason,
+        deadline=row.expires_at,
+        admission_id=row.admission_id,
+    )
+    if row.kind == DENIED:
+        data.update(state=RunState.FAILED.value, on_expiry=OnExpiry.DENY.value)
+    return outbox.SUSPENSION_EXPIRED, data
+
+
 def _insert_outbox(rows: list[Due], now: datetime) -> Statement:
-    """One `suspension.expired` outbox row per expired pause, under its run's scope (orphans announce nothing)."""
-    batch = [
-        {
-            "run_id": r.run_id.hex,
-            "data": outbox.expired_data(
-                run_id=r.run_id,
-                suspension_id=r.suspension_id,
-                scope=r.scope,
-                revision=r.revision + 1,
-                reason=r.reason,
-                deadline=r.expires_at,
-                admission_id=r.admission_id,
-            ),
-        }
-        for r in rows
-    ]
+    """One outbox row per expired or escalated pause, under its run's scope (orphans announce nothing)."""
+    batch = [{"run_id": r.run_id.hex, "type": kind, "data": data} for r in rows for kind, data in [_announced(r)]]
     return (
         f"INSERT INTO {OUTBOX} (run_id, scope, scope_l1, scope_l2, scope_l3, type, data, created_at) "
-        f"SELECT r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, %s, v.data, %s "
-        f"FROM {_rows('run_id uuid, data jsonb')} JOIN {RUN} r ON r.id = v.run_id",
-        [outbox.SUSPENSION_EXPIRED, _stamp(now), _json(batch)],
+        f"SELECT r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, v.type, v.data, %s "
+        f"FROM {_rows('run_id uuid, type text, data jsonb')} JOIN {RUN} r ON r.id = v.run_id",
+        [_stamp(now), _json(batch)],
     )
+
+
+def _escalate(rows: list[Due], now: datetime) -> list[Statement]:
+    """Move each escalated pause's deadline (pause and approval), once; the reminder may go out again."""
+    # The deadline as the text each database reads back as that moment (SQLite stores Django's text form).
+    batch = _json([{"id": r.suspension_id.hex, "deadline": str(_stamp(r.new_deadline))} for r in rows])
+    moved = "v.deadline"
+    return [
+        (
+            f"UPDATE {SUSPENSION} SET expires_at = {moved}, deadline = {moved} "
+            f"FROM {_rows('id uuid, deadline timestamptz')} WHERE {SUSPENSION}.id = v.id",
+            [batch],
+        ),
+        (
+            f"UPDATE {APPROVAL} SET expires_at = {moved}, escalated_at = %s, reminded_at = NULL "
+            f"FROM {_rows('id uuid, deadline timestamptz')} WHERE {APPROVAL}.suspension_id = v.id",
+            [_stamp(now), batch],
+        ),
+    ]
 
 
 def _receipt_row(row: Due, now: datetime) -> dict[str, Any]:
@@ -257,23 +322,34 @@ def _insert_receipts(rows: list[Due], now: datetime) -> Statement:
     )
 
 
+def _resolve_approvals(rows: list[Due], now: datetime) -> Statement:
+    """Each ended approval expired, or denied by the sweeper when its policy says so."""
+    batch = [
+        {"id": r.suspension_id.hex, "status": ApprovalStatus.DENIED if r.kind == DENIED else ApprovalStatus.EXPIRED}
+        for r in rows
+    ]
+    decided_by = f"CASE WHEN v.status = '{ApprovalStatus.DENIED}' THEN %s ELSE '' END"
+    return (
+        f"UPDATE {APPROVAL} SET status = v.status, resolved_at = %s, note = %s, decided_by = {decided_by} "
+        f"FROM {_rows('id uuid, status text')} WHERE {APPROVAL}.status = %s AND {APPROVAL}.suspension_id = v.id",
+        [_stamp(now), UNANSWERED, SWEEPER, _json(batch), ApprovalStatus.PENDING],
+    )
+
+
 def write(rows: list[Due], now: datetime) -> None:
     """The batch's writes, one statement per kind, in one round trip on PostgreSQL."""
-    expiring = [r for r in rows if r.kind != ORPHAN]
-    approvals = [r.suspension_id for r in rows if r.reason == Reason.APPROVAL]
+    expiring = [r for r in rows if r.kind in ENDING]
+    escalated = [r for r in rows if r.kind == ESCALATED]
+    approvals = [r for r in rows if r.reason == Reason.APPROVAL and r.kind != ESCALATED]
     admitted = [r for r in rows if r.kind == ADMITTED]
     statements = [_expire_runs(expiring, now)] if expiring else []
     statements.append(_insert_events(rows, now))
-    if expiring:
-        statements.append(_insert_outbox(expiring, now))
+    if expiring or escalated:
+        statements.append(_insert_outbox(expiring + escalated, now))
+    if escalated:
+        statements += _escalate(escalated, now)
     if approvals:
-        statements.append(
-            (
-                f"UPDATE {APPROVAL} SET status = %s, resolved_at = %s, note = %s "
-                f"WHERE status = %s AND suspension_id IN (SELECT v.id FROM {_rows('id uuid')})",
-                [ApprovalStatus.EXPIRED, _stamp(now), UNANSWERED, ApprovalStatus.PENDING, _ids(approvals)],
-            )
-        )
+        statements.append(_resolve_approvals(approvals, now))
     if admitted:
         statements.append(
             (
@@ -289,7 +365,7 @@ def write(rows: list[Due], now: datetime) -> None:
     statements.append(
         (
             f"DELETE FROM {SUSPENSION} WHERE id IN (SELECT v.id FROM {_rows('id uuid')})",
-            [_ids([r.suspension_id for r in rows])],
+            [_ids([r.suspension_id for r in rows if r.kind != ESCALATED])],
         )
     )
     _run_all(statements)

@@ -1,5 +1,6 @@
 """Approvals: the inbox, approve (T4 by an approver), deny (T6), replays and conflicts."""
 
+import hashlib
 import json
 from datetime import timedelta
 
@@ -123,11 +124,14 @@ def test_approve_admits_the_decision_and_leaves_the_pause_for_a_start(engine, al
     # An admission grants no execution: no pause, no input in its answer.
     assert "suspension" not in body and "input" not in body
     admission = Admission.objects.get(run_id=s["run_id"])
+    asked = '{"amount": 900}'
+    unedited = {"arguments": asked, "edited": False, "original_digest": hashlib.sha256(asked.encode()).hexdigest()}
     assert json.loads(admission.input) == {
         "decision": "approve",
-        "calls": ["c1", "c2"],
+        "calls": [{"id": "c1", "name": "refund", **unedited}, {"id": "c2", "name": "notify", **unedited}],
         "note": "fine by me",
         "approver": "token:alice",
+        "approvers": ["token:alice"],
     }
     assert admission.state == "admitted"
     assert Suspension.objects.filter(pk=s["id"]).exists()
@@ -291,7 +295,11 @@ def test_approve_then_start_then_complete_runs_the_approved_calls_once(engine, a
     assert [c["id"] for c in body["suspension"]["pending"]] == ["c1", "c2"]
     assert body["suspension"]["continuation"]["step_index"] == 2
     decision = json.loads(body["input"])
-    assert (decision["decision"], decision["calls"], decision["approver"]) == ("approve", ["c1", "c2"], "token:alice")
+    assert (decision["decision"], decision["approver"]) == ("approve", "token:alice")
+    assert [(c["id"], c["arguments"], c["edited"]) for c in decision["calls"]] == [
+        ("c1", '{"amount": 900}', False),
+        ("c2", '{"amount": 900}', False),
+    ]
     done = post(engine, f"/api/v1/runs/{s['run_id']}/complete", {"revision": admitted["claimed_revision"]})
     assert (done.status_code, done.json()["state"]) == (200, "completed")
     assert Admission.objects.get(pk=admitted["id"]).state == "done"

@@ -177,8 +177,14 @@ def test_a_staff_member_of_another_scope_gets_404_on_every_console_page_with_an_
         owner = "suspension" if "approvals" in route else "webhook" if "webhooks" in route else "run"
         url = url.replace("<uuid:pk>", ids[owner])
         before = snapshot()
-        statuses = {method: getattr(browser, method)(url).status_code for method in ("get", "post")}
-        # Each page answers 404 to the method it serves; 405 only to the one it does not.
+        answers = {method: getattr(browser, method)(url) for method in ("get", "post")}
+        statuses = {method: answer.status_code for method, answer in answers.items()}
+        # Each page answers 404 to the method it serves; 405 only to the one it does not; a GET of
+        # the POST-only decide URL leads back to its approval page (itself a 404 here), nothing else.
+        if url.endswith("/decide"):
+            assert (statuses["get"], answers["get"]["Location"]) == (302, url.removesuffix("decide")), url
+            assert browser.get(answers["get"]["Location"]).status_code == 404, url
+            del statuses["get"]
         assert set(statuses.values()) <= {404, 405} and 404 in statuses.values(), (url, statuses)
         assert snapshot() == before, url
     assert len(routes) >= 5

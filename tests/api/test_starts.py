@@ -93,7 +93,7 @@ def test_a_start_is_the_one_answer_that_carries_the_pause_and_the_admitted_input
     assert [c["id"] for c in body["suspension"]["pending"]] == ["c3", "c1", "c2"]
     assert body["suspension"]["continuation"] == s["continuation"]
     assert body["input"] == Admission.objects.get(pk=admission_id).input
-    assert json.loads(body["input"])["calls"] == ["c3", "c1", "c2"]
+    assert [c["id"] for c in json.loads(body["input"])["calls"]] == ["c3", "c1", "c2"]
     # A start grants execution without a new revision: the claim's revision is the one to complete with.
     assert (body["run_state"], body["run_revision"], body["start"]["run_revision"]) == ("running", 3, 3)
     assert Admission.objects.get(pk=admission_id).state == "started"

@@ -35,9 +35,10 @@ def test_a_denied_approval_still_shows_the_calls_it_refused_by_whom_for_which_ag
     assert decide(alice, s, "deny", "over the limit").status_code == 201
     body = alice.get(f"/api/v1/approvals/{s['id']}").json()
     assert body["status"] == "denied"
+    unlocked = {"editable": False, "arguments_schema": None}
     assert body["calls"] == [
-        {"id": "c1", "name": "refund", "arguments": ARGS},
-        {"id": "c2", "name": "notify", "arguments": "{}"},
+        {"id": "c1", "name": "refund", "arguments": ARGS, **unlocked},
+        {"id": "c2", "name": "notify", "arguments": "{}", **unlocked},
     ]
     assert (body["agent_id"], body["decided_by"], body["note"]) == ("agent-1", "token:alice", "over the limit")
     assert (body["requested_by"], body["run_state"], body["version"]) == ("token:engine", "failed", None)

@@ -1,10 +1,12 @@
 """A model-based test: hypothesis drives the real services with every transition, a plain model predicts each answer.
 
 Rules: register, suspend (three reasons, with or without a deadline, stale
-revisions too), one-shot resume, approve, deny, admit an agent reply (right
-or wrong reply_with), start, cancel, complete, fail, replay of an earlier
-claim (identical and changed), clock advance (deadlines moved back, as if
-time passed) with the sweep, and the operator's closure of a started run.
+revisions too; approval pauses with a policy: quorum 1 or 2, on expiry
+expire, deny or escalate), one-shot resume, approve (a vote: short of the
+quorum, replayed, or admitting), deny, admit an agent reply (right or wrong
+reply_with), start, cancel, complete, fail, replay of an earlier claim
+(identical and changed), clock advance (deadlines moved back, as if time
+passed) with the sweep, and the operator's closure of a started run.
 
 After every step: the touched run's state and revision are the model's (only
 legal transitions happened), at most one claim won per pause, every receipt
@@ -33,7 +35,7 @@ from hypothesis.stateful import (
 
 from suspensions import presenters, services
 from suspensions.exceptions import ServiceError
-from suspensions.models import Admission, ClosureReceipt, Event, Run, Start
+from suspensions.models import Admission, ApprovalVote, ClosureReceipt, Event, Run, Start
 from suspensions.principals import Principal
 from tests.helpers import call, continuation
 
@@ -41,6 +43,8 @@ SCOPE = "sm"
 # (rule, predicted outcome) -> calls, printed at the end: docs/reliability.md quotes it.
 TALLY: Counter = Counter()
 TTL = 100  # seconds; the clock moves in steps of 50, so no deadline is ever within reach of real time
+ESCALATE_BY = 100  # an escalation's move of the deadline, in model seconds
+POLICIES = st.sampled_from([(1, "expire"), (2, "expire"), (2, "expire"), (1, "deny"), (2, "escalate"), (1, "escalate")])
 # Most claims address the live pause with the reason the path answers; the rest probe the refusals.
 OLDER = st.sampled_from([False, False, False, True])
 FITS = st.sampled_from([True, True, True, False])
@@ -70,6 +74,10 @@ class Pause:
     reason: str
     revision: int  # the run revision the pause created: what a resumer saw
     expires_in: int | None  # seconds left on the model clock; None = no deadline
+    quorum: int = 1
+    on_expiry: str = "expire"  # expire, deny, or escalate (by ESCALATE_BY, once)
+    escalated: bool = False
+    voters: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -196,8 +204,9 @@ class ServiceMachine(RuleBasedStateMachine):
         reason=st.sampled_from(["external_tool", "approval", "agent_reply"]),
         deadline=st.sampled_from([True, True, False]),
         stale=st.sampled_from([False, False, False, True]),
+        policy=POLICIES,
     )
-    def suspend(self, i: int, reason: str, deadline: bool, stale: bool) -> None:
+    def suspend(self, i: int, reason: str, deadline: bool, stale: bool, policy: tuple[int, str]) -> None:
         run = self.pick(i, lambda r: r.state == "running" and r.live is None)
         revision = run.revision - 1 if stale else run.revision
         if revision != run.revision:
@@ -209,6 +218,11 @@ class ServiceMachine(RuleBasedStateMachine):
         else:
             expected = None
         pending = [call(**({"reply_with": "q-1"} if reason == "agent_reply" else {}))]
+        quorum, on_expiry = policy if reason == "approval" else (1, "expire")
+        on_expiry = on_expiry if deadline else "expire"  # without a deadline nothing expires
+        rule: dict[str, Any] = {"quorum": quorum, "exclude_requester": False, "on_expiry": on_expiry}
+        if on_expiry == "escalate":
+            rule["on_expiry"] = {"escalate": {"extend_seconds": ESCALATE_BY}}
         suspension = self.attempt(
             lambda: services.suspend_run(
                 principal=ENGINE,
@@ -218,6 +232,7 @@ class ServiceMachine(RuleBasedStateMachine):
                 pending=pending,
                 continuation=continuation(),
                 ttl_seconds=TTL if deadline else 0,
+                approval=rule if reason == "approval" else None,
             ),
             expected,
         )
@@ -226,7 +241,7 @@ class ServiceMachine(RuleBasedStateMachine):
                 if claim.state == "started":
                     claim.state = "done"
             self.move(run, "paused", "suspended")
-            run.live = Pause(suspension.id, reason, run.revision, TTL if deadline else None)
+            run.live = Pause(suspension.id, reason, run.revision, TTL if deadline else None, quorum, on_expiry)
             run.pauses.append(run.live)
 
     def target(self, run: Model, older: bool) -> Pause | None:
@@ -281,18 +296,42 @@ class ServiceMachine(RuleBasedStateMachine):
         if pause is None:
             return
         version = self.version(run, pause, stale)
-        identity = ("approve", version.run_revision, APPROVERS[approver].name)
+        name = APPROVERS[approver].name
+        identity = ("approve", version.run_revision, name)
         expected = self.claim_refusal(run, pause, identity, "decide")
-        claimed = self.attempt(
+        if expected is None and name in pause.voters:
+            expected = "vote_replay"  # open, and this approver already voted: the same vote again
+        elif expected == "admission_conflict" and name in pause.voters:
+            expected = "replay"  # decided, and this approver's vote was among those that decided it
+        answer = self.attempt(
             lambda: services.approve(principal=APPROVERS[approver], suspension_id=pause.id, version=version, note=""),
-            None if expected == "replay" else expected,
+            None if expected in ("replay", "vote_replay") else expected,
         )
-        if claimed is None:
+        if answer is None:
             return
         if expected == "replay":
-            self.replayed(run, pause, claimed)
+            self.replayed(run, pause, answer)
             return
-        self.won(run, pause, identity, claimed, "admitted")
+        if expected == "vote_replay":
+            TALLY[("approve", "vote replayed")] += 1
+            assert isinstance(answer, services.Voted) and answer.fresh is False
+            assert answer.voters == pause.voters
+            return
+        pause.voters.append(name)
+        if pause.quorum > 1:
+            run.events.append(("voted", run.revision))
+        if len(pause.voters) < pause.quorum:
+            TALLY[("approve", "vote short of quorum")] += 1
+            assert isinstance(answer, services.Voted) and answer.fresh
+            assert (answer.votes, answer.quorum, answer.run.revision) == (len(pause.voters), pause.quorum, run.revision)
+            return
+        self.won(run, pause, identity, answer, "admitted")
+
+    @precondition(lambda self: any(r.live is not None and r.live.reason == "approval" for r in self.runs))
+    @rule(i=st.integers(0, 50), approver=st.sampled_from([0, 1]))
+    def vote(self, i: int, approver: int) -> None:
+        """An approver votes on a live approval with the version it shows: quorum policies get exercised."""
+        self.approve(i=i, older=False, stale=False, approver=approver, fits=True)
 
     @precondition(lambda self: any(r.pauses for r in self.runs))
     @rule(i=st.integers(0, 50), older=OLDER, approver=st.sampled_from([0, 1]), note=st.sampled_from(["no", "nope"]))
@@ -448,8 +487,14 @@ class ServiceMachine(RuleBasedStateMachine):
             if live is None or not run.expired(live):
                 continue
             claim = run.claims.get(live.id)
-            if run.state == "paused":
-                self.move(run, "expired", "expired")
+            if run.state == "paused" and live.on_expiry == "escalate" and not live.escalated:
+                TALLY[("sweep", "escalated")] += 1
+                live.escalated = True
+                live.expires_in = (live.expires_in or 0) + ESCALATE_BY
+                run.events.append(("escalated", run.revision))
+            elif run.state == "paused":
+                TALLY[("sweep", "denied" if live.on_expiry == "deny" else "expired")] += 1
+                self.move(run, "failed" if live.on_expiry == "deny" else "expired", "expired")
                 run.live = None
             elif run.state == "running" and claim is not None and claim.state == "admitted":
                 claim.state = "expired"
@@ -555,6 +600,11 @@ class ServiceMachine(RuleBasedStateMachine):
     def at_most_one_claim_won_per_pause(self) -> None:
         assert all(n == 1 for n in self.wins.values())
         assert Admission.objects.filter(scope=SCOPE).count() == sum(len(r.claims) for r in self.runs)
+
+    @invariant()
+    def every_vote_is_recorded_once(self) -> None:
+        votes = sorted(ApprovalVote.objects.filter(scope=SCOPE).values_list("suspension_id", "voter"))
+        assert votes == sorted((p.id, v) for r in self.runs for p in r.pauses for v in p.voters)
 
     @invariant()
     def one_event_per_transition(self) -> None:

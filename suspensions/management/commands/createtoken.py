@@ -2,6 +2,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
@@ -28,8 +29,13 @@ class Command(BaseCommand):
         parser.add_argument("--roles", required=True, help="comma-separated: " + ",".join(Role.values))
         parser.add_argument("--name", default="")
         parser.add_argument("--expires-in", default=None, help="e.g. 30d, 12h, 90m, 45s; without it, never")
+        parser.add_argument(
+            "--user", default=None, help="the username this token acts for (one person for separation of duties)"
+        )
 
-    def handle(self, *args: Any, scope: str, roles: str, name: str, expires_in: str | None, **options: Any) -> None:
+    def handle(
+        self, *args: Any, scope: str, roles: str, name: str, expires_in: str | None, user: str | None, **options: Any
+    ) -> None:
         wanted = [r.strip() for r in roles.split(",") if r.strip()]
         unknown = sorted(set(wanted) - set(Role.values))
         if unknown or not wanted:
@@ -37,8 +43,13 @@ class Command(BaseCommand):
         if not scopes.is_valid(scope):
             raise CommandError(f"not a valid scope: {scope!r}")
         expires_at = timezone.now() + lifetime(expires_in) if expires_in is not None else None
+        person = None
+        if user is not None:
+            person = get_user_model().objects.filter(username=user).first()
+            if person is None:
+                raise CommandError(f"no user named {user!r}")
         token, secret = create_token(
-            scope=scope, roles=wanted, name=name or f"{scope}:{'+'.join(wanted)}", expires_at=expires_at
+            scope=scope, roles=wanted, name=name or f"{scope}:{'+'.join(wanted)}", expires_at=expires_at, user=person
         )
         until = f"expires {expires_at.isoformat(timespec='seconds')}" if expires_at else "never expires"
         self.stdout.write(

@@ -1,57 +1,47 @@
-"""The tables. Invariants live here as constraints; state changes live in services.py."""
+"""The tables. Invariants live here as constraints; state changes live in services/.
+
+Core tables here; the approval record and its votes in approvals.py, push tables in push.py.
+"""
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from . import scopes
-from .ids import uuid7
+from ..ids import uuid7
+from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
+from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
+from .push import DeliveryAttempt, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
 
-
-class Reason(models.TextChoices):
-    APPROVAL = "approval"
-    EXTERNAL_TOOL = "external_tool"
-    AGENT_REPLY = "agent_reply"
-
-
-class RunState(models.TextChoices):
-    RUNNING = "running"
-    PAUSED = "paused"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    EXPIRED = "expired"
-    INCOMPLETE = "incomplete"
-
-
-TERMINAL_STATES = frozenset(
-    {RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.EXPIRED, RunState.INCOMPLETE}
-)
-
-
-class Role(models.TextChoices):
-    ENGINE = "engine"
-    BUS = "bus"
-    APPROVER = "approver"
-    AUDITOR = "auditor"
-    OPERATOR = "operator"
-
-
-class Scoped(models.Model):
-    """A row stamped with a scope at creation; the prefix columns make visibility an equality."""
-
-    scope = models.CharField(max_length=192)
-    scope_l1 = models.CharField(max_length=64, db_index=True, editable=False)
-    scope_l2 = models.CharField(max_length=128, db_index=True, editable=False, blank=True)
-    scope_l3 = models.CharField(max_length=192, db_index=True, editable=False, blank=True)
-
-    class Meta:
-        abstract = True
-
-    def stamp_scope(self, scope: str) -> None:
-        self.scope = scope
-        for name, value in scopes.levels(scope).items():
-            setattr(self, name, value)
+__all__ = [
+    "TERMINAL_STATES",
+    "Admission",
+    "AdmissionSource",
+    "AdmissionState",
+    "ApiToken",
+    "Approval",
+    "ApprovalStatus",
+    "ApprovalVote",
+    "ClosureReceipt",
+    "DeliveryAttempt",
+    "Event",
+    "ExpiryReceipt",
+    "FlowWait",
+    "Membership",
+    "MessageStatus",
+    "OnExpiry",
+    "OutboxEvent",
+    "Reason",
+    "Role",
+    "Run",
+    "RunState",
+    "Scoped",
+    "Start",
+    "Suspension",
+    "SweepHeartbeat",
+    "WebhookEndpoint",
+    "WebhookFormat",
+    "WebhookMessage",
+]
 
 
 class Run(Scoped):
@@ -113,37 +103,6 @@ class Suspension(Scoped):
 
     def __str__(self) -> str:
         return f"{self.reason} pause {self.id}"
-
-
-class ApprovalStatus(models.TextChoices):
-    PENDING = "pending"
-    APPROVED = "approved"
-    DENIED = "denied"
-    EXPIRED = "expired"
-    CANCELLED = "cancelled"
-
-
-class Approval(Scoped):
-    """The approval request opened with an `approval` pause, and how it was resolved."""
-
-    suspension_id = models.UUIDField(primary_key=True)
-    run_id = models.UUIDField(db_index=True)
-    # What was asked, kept with the record: the pause is deleted by a deny or a
-    # start, and an auditor must still see which calls were decided for which agent.
-    agent_id = models.CharField(max_length=200, blank=True)
-    pending = models.TextField(blank=True)
-    requested_by = models.CharField(max_length=200, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING)
-    decided_by = models.CharField(max_length=200, blank=True)
-    note = models.TextField(blank=True)
-    created_at = models.DateTimeField()
-    resolved_at = models.DateTimeField(null=True, blank=True)
-    # The one reminder to approvers once 80% of the time to the deadline has passed (DESIGN §14).
-    reminded_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"approval {self.suspension_id} ({self.status})"
 
 
 class AdmissionSource(models.TextChoices):
@@ -278,6 +237,11 @@ class ApiToken(Scoped):
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     prefix = models.CharField(max_length=16, editable=False)
     revoked = models.BooleanField(default=False)
+    # The person this token acts for, if any: for separation of duties a token and its
+    # user are one principal (DESIGN §15).
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_tokens"
+    )
     # Null: never expires. Past it the token is refused like a revoked one.
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -357,106 +321,3 @@ class SweepHeartbeat(models.Model):
 
 
 # -- push (DESIGN §14) ------------------------------------------------------------------------
-
-
-class WebhookFormat(models.TextChoices):
-    STANDARD = "standard"
-    SLACK = "slack"
-
-
-class WebhookEndpoint(Scoped):
-    """Where a scope's announced events are pushed; it receives its scope's events and every scope below it."""
-
-    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    url = models.URLField(max_length=2000)
-    # Event types this endpoint wants; empty = every type.
-    event_types = models.JSONField(default=list, blank=True)
-    format = models.CharField(max_length=16, choices=WebhookFormat.choices, default=WebhookFormat.STANDARD)
-    active = models.BooleanField(default=True)
-    description = models.CharField(max_length=500, blank=True)
-    # The signing secret (`whsec_<base64>`) must be kept to sign: shown once, never displayed again.
-    secret = models.CharField(max_length=200, editable=False)
-    # After a rotation the old secret signs beside the new one until it expires.
-    previous_secret = models.CharField(max_length=200, blank=True, editable=False)
-    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
-    disabled_reason = models.CharField(max_length=200, blank=True)
-    created_by = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField()
-
-    def __str__(self) -> str:
-        return f"webhook {self.url} ({self.scope})"
-
-
-class OutboxEvent(Scoped):
-    """An announced event, written in the transaction of the change it announces (one row, one statement).
-
-    The delivery task fans it out into one WebhookMessage per matching
-    endpoint and marks it dispatched; a beat task re-enqueues rows whose
-    task was lost.
-    """
-
-    id = models.BigAutoField(primary_key=True)
-    run_id = models.UUIDField(null=True, blank=True)
-    type = models.CharField(max_length=40)
-    data = models.JSONField(default=dict)
-    created_at = models.DateTimeField()
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        indexes = [
-            # The beat's scan for events whose fan-out task was lost.
-            models.Index(fields=["created_at"], name="outbox_undispatched", condition=Q(dispatched_at__isnull=True)),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.type} #{self.id}"
-
-
-class MessageStatus(models.TextChoices):
-    PENDING = "pending"
-    DELIVERED = "delivered"
-    FAILED = "failed"
-
-
-class WebhookMessage(Scoped):
-    """One event for one endpoint: its id is the `webhook-id` on every attempt, so receivers dedupe on it."""
-
-    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="messages")
-    event_id = models.BigIntegerField()
-    run_id = models.UUIDField(null=True, blank=True)
-    type = models.CharField(max_length=40)
-    # The exact body sent on every attempt (its bytes are what the signature covers).
-    body = models.TextField()
-    status = models.CharField(max_length=16, choices=MessageStatus.choices, default=MessageStatus.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField()
-    created_at = models.DateTimeField()
-    delivered_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["endpoint", "event_id"], name="one_message_per_endpoint_event")]
-        indexes = [
-            # Due messages, oldest first, and a run's earlier messages to the same endpoint (per-run order).
-            models.Index(fields=["next_attempt_at"], name="message_due", condition=Q(status="pending")),
-            models.Index(fields=["endpoint", "run_id", "event_id"], name="message_run_order"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.type} to {self.endpoint_id} ({self.status})"
-
-
-class DeliveryAttempt(models.Model):
-    id = models.BigAutoField(primary_key=True)
-    message = models.ForeignKey(WebhookMessage, on_delete=models.CASCADE, related_name="attempt_rows")
-    number = models.PositiveIntegerField()
-    at = models.DateTimeField()
-    status_code = models.PositiveIntegerField(null=True, blank=True)
-    error = models.CharField(max_length=500, blank=True)
-    duration_ms = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["message", "number"], name="one_attempt_per_number")]
-
-    def __str__(self) -> str:
-        return f"attempt {self.number} of {self.message_id}"

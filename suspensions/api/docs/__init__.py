@@ -1,0 +1,120 @@
+"""The OpenAPI documentation of every operation, kept out of the views (docs/api.md in short).
+
+Each view names its operation id, its request shape and its 2xx shapes:
+
+    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: shapes.SuspensionOut}))
+
+`operation()` adds the rest from the tables of this package: summary,
+description, tag, request and answer examples, and one problem+json answer
+per error status the operation can give, naming its codes. The tables are
+per door (runs.py, claims.py, flows.py, webhooks.py); each holds
+OPERATIONS (the words and the error codes), EXAMPLES and REFUSALS (problem
+examples). tests/api/test_openapi.py posts every request example.
+"""
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+
+from ... import exceptions
+from ..shapes import Problem
+from . import claims, flows, runs, webhooks
+from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc
+
+__all__ = ["EXAMPLES", "FIELD_HELP", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "operation"]
+
+PROBLEM_JSON = "application/problem+json"
+_DOORS = (runs, claims, flows, webhooks)
+OPERATIONS: dict[str, Doc] = {k: doc for door in _DOORS for k, doc in door.OPERATIONS.items()}
+EXAMPLES: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.EXAMPLES.items()}
+REFUSALS: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.REFUSALS.items()}
+TITLES = {cls.code: cls.title for cls in exceptions.ALL_ERRORS}
+
+# Help for request fields whose serializers this package does not own (the approval
+# policy work changes them): the schema hook adds each where the field has none.
+FIELD_HELP: dict[str, dict[str, str]] = {
+    "PendingCallRequest": {
+        "id": "Unique within the pause; at most 200 characters. Results and decisions name the call by it.",
+        "name": "The tool's name; at most 200 characters, no commas.",
+        "arguments": 'A string holding JSON, as the model wrote it (e.g. "{\\"amount\\": 900}"); not an object. '
+        "Strict JSON; stored and returned byte for byte.",
+        "reply_with": "Only on the one pending call of an `agent_reply` pause, where it is required: the bus's "
+        "reply must name it.",
+    },
+    "SuspendRequest": {
+        "revision": "The run's current revision.",
+        "reason": "Who answers: an approver (`approval`), the engine itself (`external_tool`) or another agent "
+        "(`agent_reply`).",
+        "pending": "At least one call, ids unique. An `agent_reply` pause holds exactly one, with `reply_with`.",
+        "continuation": "Everything the engine needs to pick up where it stopped; validated now, so a resume "
+        "never meets a broken one.",
+        "ttl_seconds": "Seconds until the deadline, 0 to 315360000. 0 means no deadline (`expires_at: null`); "
+        "absent means the default (86400).",
+    },
+    "DecideRequest": {
+        "version": "The approval's `version` (`GET /approvals/{id}`).",
+        "decision": "`approve` admits the pending calls; `deny` fails the run with `reason`; `respond` admits the "
+        "run with your `response` instead of running the calls.",
+        "reason": "Kept as the note of an approval; required, and not blank, for a denial.",
+    },
+}
+
+
+SUCCESS = {200: "OK.", 201: "Created.", 202: "Accepted."}
+# A call that creates answers 201; the identical call again answers 200 with the original body.
+REPLAYED = {
+    200: "The identical request again: the original answer, `fresh: false`; nothing was done twice.",
+    201: "Done by this call: `fresh: true`.",
+}
+
+
+# Answers whose status alone does not say what happened.
+ANSWERS = {
+    ("decide_approval", 202): "A vote short of the quorum: recorded; the run still waits at the same revision.",
+    ("test_webhook", 202): "Queued: the message, pending until a worker delivers it.",
+    ("redeliver_webhook_message", 202): "Queued again: the message, pending and due now.",
+    ("start_admission", 201): "Execution granted, once: the pause and the admitted input.",
+}
+
+
+def _meaning(code: str) -> str:
+    return MEANING.get(code) or TITLES.get(code, "").lower() or code
+
+
+def _problem(doc: Doc, status: int, examples: list[OpenApiExample]) -> OpenApiResponse:
+    codes = {**ALWAYS, **doc.errors}.get(status, ())
+    lines = [f"- `{code}`: {_meaning(code)}" for code in codes]
+    if status == 403 and "forbidden" not in codes:
+        lines.append(f"- {SESSION_ONLY}")
+    return OpenApiResponse(Problem, description="\n".join(lines), examples=examples)
+
+
+def _success(operation_id: str, ok: dict[Any, Any]) -> dict[Any, Any]:
+    """The 2xx answers, each with a description unless the view gave its own OpenApiResponse."""
+    words = {**SUCCESS, **(REPLAYED if 200 in ok and 201 in ok else {})}
+    return {
+        status: shape
+        if isinstance(shape, OpenApiResponse)
+        else OpenApiResponse(shape, description=ANSWERS.get((operation_id, status), words[status]))
+        for status, shape in ok.items()
+    }
+
+
+def operation(operation_id: str, *, ok: dict[Any, Any], request: Any = None) -> dict[str, Any]:
+    """The keyword arguments of `extend_schema` for one operation."""
+    doc = OPERATIONS[operation_id]
+    refusals = REFUSALS.get(operation_id, [])
+    statuses = sorted({*ALWAYS, *doc.errors, 403})
+    problems = {
+        (status, PROBLEM_JSON): _problem(doc, status, [r for r in refusals if r.status_codes == [str(status)]])
+        for status in statuses
+    }
+    return {
+        "operation_id": operation_id,
+        "summary": doc.summary,
+        "description": f"{doc.description}\n\nRole: {doc.role}.",
+        "tags": [doc.tag],
+        "request": request,
+        "responses": {**_success(operation_id, ok), **problems},
+        "examples": EXAMPLES.get(operation_id, []),
+    }

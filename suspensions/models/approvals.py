@@ -1,0 +1,103 @@
+"""The approval record opened with an `approval` pause, its policy, and its votes (DESIGN §4, §15)."""
+
+from django.db import models
+from django.db.models import Q
+
+from ..ids import uuid7
+from .base import Scoped
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    # The approver answered in words instead of running the tools (DESIGN §15 `respond`).
+    RESPONDED = "responded"
+
+
+class OnExpiry(models.TextChoices):
+    """What the sweep does with a pending approval at its deadline (DESIGN §15)."""
+
+    EXPIRE = "expire"
+    DENY = "deny"
+    ESCALATE = "escalate"
+
+
+class Approval(Scoped):
+    """The approval request opened with an `approval` pause, and how it was resolved."""
+
+    suspension_id = models.UUIDField(primary_key=True)
+    run_id = models.UUIDField(db_index=True)
+    # What was asked, kept with the record: the pause is deleted by a deny or a
+    # start, and an auditor must still see which calls were decided for which agent.
+    agent_id = models.CharField(max_length=200, blank=True)
+    pending = models.TextField(blank=True)
+    requested_by = models.CharField(max_length=200, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING)
+    decided_by = models.CharField(max_length=200, blank=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    # The one reminder to approvers once 80% of the time to the deadline has passed (DESIGN §14).
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    # The policy (DESIGN §15); a pause without one gets these defaults, which behave as §4.
+    quorum = models.PositiveSmallIntegerField(default=1)
+    exclude_requester = models.BooleanField(default=False)
+    # The user behind the principal that stored the pause (a user, or a token linked to one).
+    requester_user_id = models.IntegerField(null=True, blank=True)
+    on_expiry = models.CharField(max_length=16, choices=OnExpiry.choices, default=OnExpiry.EXPIRE)
+    extend_seconds = models.PositiveIntegerField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    # What was decided: the calls as admitted (final arguments, `edited`, the original's
+    # digest) or the approver's answer in words. `pending` keeps what was asked.
+    final_calls = models.TextField(blank=True)
+    response = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(quorum__gte=1, quorum__lte=5), name="approval_quorum_1_to_5"),
+            models.CheckConstraint(condition=Q(on_expiry__in=OnExpiry.values), name="approval_on_expiry_valid"),
+        ]
+
+    @property
+    def policy(self) -> dict[str, object]:
+        """The policy as the API shows it (DESIGN §15)."""
+        on_expiry: object = self.on_expiry
+        if self.on_expiry == OnExpiry.ESCALATE:
+            on_expiry = {"escalate": {"extend_seconds": self.extend_seconds}}
+        return {"quorum": self.quorum, "exclude_requester": self.exclude_requester, "on_expiry": on_expiry}
+
+    def __str__(self) -> str:
+        return f"approval {self.suspension_id} ({self.status})"
+
+
+class ApprovalVote(Scoped):
+    """One approver's approve on a quorum approval (DESIGN §15): distinct voters, one row each.
+
+    `voter_key` is who voted for the distinctness rule: the user behind the
+    principal when there is one (a user and a token linked to that user are
+    one voter), else the principal's name. `calls` is the final calls the vote
+    approves, as canonical JSON; later votes must approve exactly the first's.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    suspension_id = models.UUIDField()
+    run_id = models.UUIDField(db_index=True)
+    voter = models.CharField(max_length=200)
+    voter_key = models.CharField(max_length=200)
+    calls = models.TextField()
+    note = models.TextField(blank=True)
+    # Over the calls and the note: the same voter's identical vote again is a replay.
+    digest = models.CharField(max_length=64)
+    cast_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["suspension_id", "voter_key"], name="one_vote_per_voter"),
+        ]
+
+    def __str__(self) -> str:
+        return f"vote of {self.voter} on {self.suspension_id}"

@@ -1,0 +1,110 @@
+"""Push (DESIGN §14): webhook endpoints, the outbox, messages and their delivery attempts."""
+
+from django.db import models
+from django.db.models import Q
+
+from ..ids import uuid7
+from .base import Scoped
+
+
+class WebhookFormat(models.TextChoices):
+    STANDARD = "standard"
+    SLACK = "slack"
+
+
+class WebhookEndpoint(Scoped):
+    """Where a scope's announced events are pushed; it receives its scope's events and every scope below it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    url = models.URLField(max_length=2000)
+    # Event types this endpoint wants; empty = every type.
+    event_types = models.JSONField(default=list, blank=True)
+    format = models.CharField(max_length=16, choices=WebhookFormat.choices, default=WebhookFormat.STANDARD)
+    active = models.BooleanField(default=True)
+    description = models.CharField(max_length=500, blank=True)
+    # The signing secret (`whsec_<base64>`) must be kept to sign: shown once, never displayed again.
+    secret = models.CharField(max_length=200, editable=False)
+    # After a rotation the old secret signs beside the new one until it expires.
+    previous_secret = models.CharField(max_length=200, blank=True, editable=False)
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    disabled_reason = models.CharField(max_length=200, blank=True)
+    created_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"webhook {self.url} ({self.scope})"
+
+
+class OutboxEvent(Scoped):
+    """An announced event, written in the transaction of the change it announces (one row, one statement).
+
+    The delivery task fans it out into one WebhookMessage per matching
+    endpoint and marks it dispatched; a beat task re-enqueues rows whose
+    task was lost.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    run_id = models.UUIDField(null=True, blank=True)
+    type = models.CharField(max_length=40)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField()
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The beat's scan for events whose fan-out task was lost.
+            models.Index(fields=["created_at"], name="outbox_undispatched", condition=Q(dispatched_at__isnull=True)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.id}"
+
+
+class MessageStatus(models.TextChoices):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class WebhookMessage(Scoped):
+    """One event for one endpoint: its id is the `webhook-id` on every attempt, so receivers dedupe on it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="messages")
+    event_id = models.BigIntegerField()
+    run_id = models.UUIDField(null=True, blank=True)
+    type = models.CharField(max_length=40)
+    # The exact body sent on every attempt (its bytes are what the signature covers).
+    body = models.TextField()
+    status = models.CharField(max_length=16, choices=MessageStatus.choices, default=MessageStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    created_at = models.DateTimeField()
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["endpoint", "event_id"], name="one_message_per_endpoint_event")]
+        indexes = [
+            # Due messages, oldest first, and a run's earlier messages to the same endpoint (per-run order).
+            models.Index(fields=["next_attempt_at"], name="message_due", condition=Q(status="pending")),
+            models.Index(fields=["endpoint", "run_id", "event_id"], name="message_run_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} to {self.endpoint_id} ({self.status})"
+
+
+class DeliveryAttempt(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    message = models.ForeignKey(WebhookMessage, on_delete=models.CASCADE, related_name="attempt_rows")
+    number = models.PositiveIntegerField()
+    at = models.DateTimeField()
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["message", "number"], name="one_attempt_per_number")]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of {self.message_id}"

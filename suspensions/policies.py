@@ -1,0 +1,131 @@
+"""Approval policies without the database (DESIGN §15): call schemas, edits, and the decided calls.
+
+A pending call may carry `arguments_schema` (JSON Schema, draft 2020-12) and
+`editable`. The schema is checked when the pause is stored; an approver's
+edit is checked against it when the decision comes. `final_calls` turns the
+pending calls and an approver's edits into what the run is admitted with:
+every call, its final arguments, whether it was edited, and the digest of
+the arguments that were asked.
+"""
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from referencing.exceptions import Unresolvable
+
+from . import digests
+from .exceptions import ArgumentsInvalid, InvalidRequest, NotEditable
+
+# Errors listed per refused edit: enough to fix the form, never a wall of text.
+MAX_ERRORS = 20
+
+
+def schema_problem(schema: Any, arguments: str) -> str | None:
+    """Why `schema` cannot be a call's arguments_schema, or None.
+
+    It must be a JSON object that is a valid draft 2020-12 schema, and every
+    `$ref` in it must resolve inside it (nothing is fetched): checked by
+    validating the call's own arguments once, whose outcome is not judged.
+    """
+    if not isinstance(schema, dict):
+        return "Must be a JSON Schema object."
+    try:
+        Draft202012Validator.check_schema(schema)
+        list(Draft202012Validator(schema).iter_errors(json.loads(arguments)))
+    except SchemaError as exc:
+        return f"Not a valid JSON Schema (draft 2020-12): {exc.message}"
+    except Unresolvable as exc:
+        return f"The schema refers to something it does not contain: {exc}"
+    except (RecursionError, ValueError) as exc:
+        return f"The schema cannot be applied: {exc}"
+    return None
+
+
+def _path(error: Any) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+
+
+def argument_errors(schema: Mapping[str, Any], arguments: str) -> list[dict[str, str]]:
+    """Each way `arguments` (a string holding JSON) breaks `schema`: its JSON path and a message."""
+    errors = sorted(Draft202012Validator(schema).iter_errors(json.loads(arguments)), key=lambda e: list(e.path))
+    return [{"path": _path(e), "message": e.message} for e in errors[:MAX_ERRORS]]
+
+
+def arguments_digest(arguments: str) -> str:
+    """SHA-256 of a call's arguments exactly as asked (the string's UTF-8 bytes), hex."""
+    return hashlib.sha256(arguments.encode("utf-8")).hexdigest()
+
+
+def _same(a: str, b: str) -> bool:
+    """Equal as JSON values (key order and spacing do not make an edit)."""
+    return digests.canonical(json.loads(a)) == digests.canonical(json.loads(b))
+
+
+def final_calls(
+    pending: Sequence[Mapping[str, Any]], edits: Iterable[Mapping[str, Any]] | None
+) -> list[dict[str, Any]]:
+    """The calls an approval admits: every pending call with its final arguments.
+
+    `edits` is the decision's `calls`: `[{id, arguments}]`, arguments a string
+    holding JSON. An edit naming an unknown or repeated call is 400; changing a
+    call that is not editable is 403 not_editable (sending its arguments
+    unchanged is allowed); edited arguments that break the call's schema are
+    422 arguments_invalid, listing the call id and JSON path of each error.
+    """
+    by_id = {c["id"]: c for c in pending}
+    changed: dict[str, str] = {}
+    for index, edit in enumerate(edits or ()):
+        call_id = edit["id"]
+        if call_id not in by_id:
+            raise InvalidRequest(
+                f"calls[{index}] names no pending call", errors={"calls": {str(index): {"id": ["Unknown call id."]}}}
+            )
+        if call_id in changed:
+            raise InvalidRequest(
+                f"call {call_id} is edited twice", errors={"calls": {str(index): {"id": ["Repeated call id."]}}}
+            )
+        call = by_id[call_id]
+        changed[call_id] = edit["arguments"]
+        if not _same(edit["arguments"], call["arguments"]) and not call.get("editable", False):
+            raise NotEditable(f"call {call_id} ({call['name']}) is not editable", call_id=call_id)
+    errors = []
+    for call_id, arguments in changed.items():
+        schema = by_id[call_id].get("arguments_schema")
+        if schema is not None:
+            errors += [{"call_id": call_id, **e} for e in argument_errors(schema, arguments)]
+    if errors:
+        raise ArgumentsInvalid(f"{len(errors)} error(s) in the edited arguments", errors=errors[:MAX_ERRORS])
+    result = []
+    for call in pending:
+        arguments = changed.get(call["id"], call["arguments"])
+        result.append(
+            {
+                "id": call["id"],
+                "name": call["name"],
+                "arguments": arguments,
+                "edited": not _same(arguments, call["arguments"]),
+                "original_digest": arguments_digest(call["arguments"]),
+            }
+        )
+    return result
+
+
+def parse_policy(raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The Approval columns of a validated `approval` policy; no policy behaves as DESIGN §4."""
+    if raw is None:
+        return {"quorum": 1, "exclude_requester": False, "on_expiry": "expire", "extend_seconds": None}
+    on_expiry = raw.get("on_expiry", "expire")
+    extend = None
+    if isinstance(on_expiry, dict):
+        extend = on_expiry["escalate"]["extend_seconds"]
+        on_expiry = "escalate"
+    return {
+        "quorum": raw.get("quorum", 1),
+        "exclude_requester": raw.get("exclude_requester", True),
+        "on_expiry": on_expiry,
+        "extend_seconds": extend,
+    }

@@ -1,0 +1,34 @@
+"""/api/docs/ in a real browser: Swagger UI from the service itself shows the doors, summaries and examples."""
+
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import expect
+
+from suspensions.api import docs
+from tests.browser.conftest import ARTIFACTS, WAIT_MS
+
+pytestmark = pytest.mark.browser
+
+
+def test_the_docs_page_shows_every_door_the_summaries_and_the_request_examples(chromium, site):
+    context = chromium.new_context(viewport={"width": 1360, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    hosts = set()
+    page.on("request", lambda request: hosts.add(urlsplit(request.url).netloc))
+    page.goto(f"{site}/api/docs/")
+    expect(page.locator(".opblock-tag")).to_have_count(len(docs.TAGS))
+    shown = page.locator(".opblock-tag").evaluate_all("tags => tags.map(t => t.dataset.tag)")
+    assert shown == [tag["name"] for tag in docs.TAGS]
+    suspend = page.locator("#operations-runs-suspend_run")
+    expect(suspend.locator(".opblock-summary-description")).to_have_text(docs.OPERATIONS["suspend_run"].summary)
+    expect(suspend.locator(".opblock-summary-operation-id")).to_have_text("suspend_run")
+    suspend.locator(".opblock-summary").click()
+    expect(suspend.locator(".opblock-description-wrapper").first).to_contain_text("string holding JSON")
+    # The request body Swagger offers is the first example: one the server accepts (tests/api/test_openapi.py).
+    expect(suspend.locator(".body-param__example")).to_contain_text("query_warehouse")
+    expect(suspend.locator(".examples-select").first).to_contain_text("agent reply without deadline")
+    page.screenshot(path=str(ARTIFACTS / "api-docs.png"), full_page=False)
+    context.close()
+    assert hosts == {urlsplit(site).netloc}
