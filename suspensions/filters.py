@@ -79,6 +79,23 @@ class SuspensionFilter(filters.FilterSet):
         return queryset.filter(created_at__lte=timezone.now() - timedelta(seconds=float(value)))
 
 
+class InboxFilter(SuspensionFilter):
+    """The console's approval inbox: a person types part of a name, in any case.
+
+    The API keeps exact `agent_id` and `tool` (engines and scripts name what they
+    mean); a person searching for "send" or "INFRA" means "contains".
+    """
+
+    agent_id = filters.CharFilter(field_name="run__agent_id", lookup_expr="icontains")
+    tool = filters.CharFilter(method="filter_tool_contains", label="Part of a pending tool name")
+
+    def filter_tool_contains(self, queryset: QuerySet[Suspension], name: str, value: str) -> QuerySet[Suspension]:
+        # tool_names is ",a,b,": a comma would match across two names.
+        if "," in value:
+            return queryset.none()
+        return queryset.filter(tool_names__icontains=value)
+
+
 class AdmissionFilter(filters.FilterSet):
     state = filters.ChoiceFilter(choices=AdmissionState.choices)
     scope = filters.CharFilter(method=filter_scope)

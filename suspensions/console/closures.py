@@ -7,9 +7,11 @@ back as a message on the form, never an error page.
 """
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 from uuid import UUID
+from zoneinfo import ZoneInfo, available_timezones
 
 from django import forms
 from django.contrib import messages
@@ -34,10 +36,29 @@ REFUSED = {
     "not_found": "This run no longer exists or is outside your scopes.",
     "invalid_request": "The closure was refused: check the proof fields below.",
 }
-TIME_HELP = "RFC 3339, e.g. 2026-01-01T12:00:00Z (UTC when no offset is given)."
+# A proof is usually good for a while; the operator shortens or lengthens it to what the proof says.
+DEFAULT_VALIDITY = timedelta(hours=1)
+OUT_OF_RANGE = "The time falls outside years 1 to 9999 in UTC."
+
+
+@cache
+def zone_choices() -> list[tuple[str, str]]:
+    return [("UTC", "UTC")] + [(z, z.replace("_", " ")) for z in sorted(available_timezones() - {"UTC"})]
+
+
+def wall_clock(moment: datetime) -> str:
+    """What <input type="datetime-local" step="1"> shows: the UTC wall-clock time to the second."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 class ProofTimeField(forms.CharField):
+    """A wall-clock time as <input type="datetime-local"> sends it, or RFC 3339 with an offset.
+
+    A time without an offset stays naive here: the form reads it in the chosen time zone (clean()).
+    """
+
+    widget = forms.TextInput(attrs={"type": "datetime-local", "step": "1"})
+
     def to_python(self, value: Any) -> datetime | None:  # type: ignore[override]
         text = super().to_python(value)
         if not text:
@@ -47,10 +68,12 @@ class ProofTimeField(forms.CharField):
         except ValueError:
             parsed = None
         if parsed is None:
-            raise forms.ValidationError("Not a time: " + TIME_HELP)
-        moment = digests.utc_or_none(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+            raise forms.ValidationError("Not a time: pick a date and time, e.g. 2026-01-01 12:00:00.")
+        if parsed.tzinfo is None:
+            return parsed
+        moment = digests.utc_or_none(parsed)
         if moment is None:
-            raise forms.ValidationError("The time falls outside years 1 to 9999 in UTC.")
+            raise forms.ValidationError(OUT_OF_RANGE)
         return moment
 
 
@@ -62,24 +85,77 @@ class ClosureForm(forms.Form):
     admission_digest = forms.CharField(validators=[digests.HEX_SHA256], widget=forms.HiddenInput)
     start_digest = forms.CharField(validators=[digests.HEX_SHA256], widget=forms.HiddenInput)
     run_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
-    issuer = forms.CharField(max_length=200, help_text="Who vouches that the worker stopped.")
-    issuer_revision = forms.CharField(max_length=200, help_text="The issuer's key or configuration revision.")
-    proof_ref = forms.CharField(max_length=2000, label="Proof reference", help_text="Where the proof is kept.")
-    proof_digest = forms.CharField(
-        validators=[digests.HEX_SHA256], label="Proof digest", help_text="Lowercase hex SHA-256 of the proof."
+    issuer = forms.CharField(
+        max_length=200,
+        help_text="Who says the worker has stopped: the system or person whose statement is your proof, "
+        "e.g. cluster-controller or your own name.",
     )
-    observed_at = ProofTimeField(label="Observed at", help_text=TIME_HELP)
-    expires_at = ProofTimeField(label="Valid until", help_text=TIME_HELP)
+    issuer_revision = forms.CharField(
+        max_length=200,
+        label="Issuer revision",
+        help_text="Which version of that issuer made the statement (its key id, configuration or release), "
+        "so the proof can be checked later.",
+    )
+    proof_ref = forms.CharField(
+        max_length=2000,
+        label="Proof reference",
+        help_text="Where someone can find the proof later: a URL, a ticket, a log query or a file path.",
+    )
+    proof_digest = forms.CharField(
+        label="Proof digest",
+        help_text="The SHA-256 of the proof document, 64 hex characters (sha256sum proof.txt): "
+        "the receipt pins exactly that proof.",
+    )
+    observed_at = ProofTimeField(
+        label="Observed at",
+        help_text="When the worker was seen stopped. Filled in with now; it cannot be in the future.",
+    )
+    expires_at = ProofTimeField(
+        label="Valid until",
+        help_text="Until when the proof can be trusted: after it the worker could be back (a rescheduled pod, "
+        "a restarted host), so a closure filed later is refused. Filled in with one hour from now.",
+    )
+    time_zone = forms.ChoiceField(
+        required=False,
+        choices=zone_choices,
+        label="Time zone",
+        help_text="The zone of the two times above; the receipt records them in UTC.",
+    )
+
+    def __init__(self, *args: Any, now: datetime | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if now is not None:
+            # What the server knows: the observation is now, in UTC, which the zone defaults to.
+            self.initial.update(
+                observed_at=wall_clock(now), expires_at=wall_clock(now + DEFAULT_VALIDITY), time_zone="UTC"
+            )
+            # closure.js shows these in the browser's zone; data-utc is the moment it converts.
+            self.fields["observed_at"].widget.attrs["data-utc"] = digests.rfc3339(now)
+            self.fields["expires_at"].widget.attrs["data-utc"] = digests.rfc3339(now + DEFAULT_VALIDITY)
 
     def clean_proof_digest(self) -> str:
-        return self.cleaned_data["proof_digest"].strip().lower()
+        value = self.cleaned_data["proof_digest"].strip().lower()
+        digests.HEX_SHA256(value)
+        return value
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        zone = ZoneInfo(data.get("time_zone") or "UTC")
+        for name in ("observed_at", "expires_at"):
+            moment = data.get(name)
+            if moment is not None and moment.tzinfo is None:
+                self._to_utc(name, moment.replace(tzinfo=zone))
         observed, expires = data.get("observed_at"), data.get("expires_at")
         if observed and expires and expires <= observed:
             self.add_error("expires_at", "Must be after the observation time.")
         return data
+
+    def _to_utc(self, name: str, moment: datetime) -> None:
+        found = digests.utc_or_none(moment)
+        if found is None:
+            self.add_error(name, OUT_OF_RANGE)  # also drops the field from cleaned_data
+        else:
+            self.cleaned_data[name] = found
 
     def closure_request(self, run_id: UUID) -> services.ClosureRequest:
         data = self.cleaned_data
@@ -149,7 +225,7 @@ def close(request: HttpRequest, pk: UUID) -> HttpResponse:
     principal = principal_of(request)
     shown = uncertain_start(principal, pk)
     if request.method == "GET":
-        form = ClosureForm(initial=initial(shown)) if shown["closable"] else None
+        form = ClosureForm(initial=initial(shown), now=services.db_now()) if shown["closable"] else None
         return render(request, "console/closure_form.html", {"nav": "uncertain", **shown, "form": form})
     form = ClosureForm(request.POST)
     status = 400

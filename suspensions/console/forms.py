@@ -6,14 +6,15 @@ from django import forms
 
 from .. import services
 
-# (seconds, label) for the inbox's age and deadline filters; the values go to SuspensionFilter as given.
-AGE_CHOICES = [("", "Any age"), ("300", "Older than 5 min"), ("3600", "Older than 1 h"), ("86400", "Older than 1 day")]
+# (seconds, label) for the inbox's age and deadline filters; the values go to InboxFilter as given.
+# Short labels: each select sits under its field's label ("Waiting", "Deadline") in a narrow column.
+AGE_CHOICES = [("", "Any age"), ("300", "Over 5 min"), ("3600", "Over 1 h"), ("86400", "Over 1 day")]
 EXPIRING_CHOICES = [
     ("", "Any deadline"),
-    ("300", "Expiring within 5 min"),
-    ("900", "Expiring within 15 min"),
-    ("3600", "Expiring within 1 h"),
-    ("86400", "Expiring within 1 day"),
+    ("300", "Within 5 min"),
+    ("900", "Within 15 min"),
+    ("3600", "Within 1 h"),
+    ("86400", "Within 1 day"),
 ]
 
 MAX_TEXT = 4000

@@ -24,6 +24,11 @@ def deadline_cursor(value: str) -> Q | None:
         deadline = parsed.astimezone(UTC)
     except (ValueError, OverflowError):
         return None
+    return after_deadline(deadline, pk)
+
+
+def after_deadline(deadline: datetime, pk: UUID) -> Q:
+    """Rows after (deadline, pk) in the inbox's order: the next page, or the approval after a decided one."""
     # (deadline, id) > (d, pk), with `deadline >= d` spelled out so the inbox index can seek to the cursor.
     return Q(deadline__gte=deadline) & (Q(deadline__gt=deadline) | Q(id__gt=pk))
 

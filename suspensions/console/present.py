@@ -10,24 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from ..models import Admission, ClosureReceipt, Event, ExpiryReceipt, Start, Suspension
+from ..timefmt import duration
 
 # Below these many seconds to the deadline a row is drawn as urgent / soon.
 URGENT_SECONDS = 5 * 60
 SOON_SECONDS = 60 * 60
-
-
-def duration(seconds: float) -> str:
-    """A short human duration: "42 s", "4 min", "2 h 5 min", "3 d 4 h"."""
-    s = int(max(seconds, 0))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    if s < 86400:
-        hours, minutes = divmod(s // 60, 60)
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    days, hours = divmod(s // 3600, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
 
 
 def countdown(expires_at: datetime | None, now: datetime) -> dict[str, Any]:
@@ -79,15 +66,26 @@ def pending_calls(pending_text: str) -> list[dict[str, Any]]:
 
 def call_rows(pending_text: str) -> list[dict[str, Any]]:
     """Each pending call with its arguments pretty-printed (json.dumps indent=2)."""
+    return call_list(pending_calls(pending_text))
+
+
+def call_list(calls: list[Any]) -> list[dict[str, Any]]:
     return [
         {
+            **c,
             "id": str(c.get("id", "")),
             "name": str(c.get("name", "")),
             "arguments": pretty_json_text(c.get("arguments", "")),
             "reply_with": str(c.get("reply_with", "") or ""),
         }
-        for c in pending_calls(pending_text)
+        for c in calls
+        if isinstance(c, dict)
     ]
+
+
+def approval(body: dict[str, Any]) -> dict[str, Any]:
+    """The approval body (approval_reads.find_approval, the API's shape) for the page: calls pretty-printed."""
+    return {**body, "id": body["suspension_id"], "calls": call_list(body["calls"])}
 
 
 def inbox_row(s: Suspension, now: datetime) -> dict[str, Any]:

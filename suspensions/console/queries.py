@@ -11,7 +11,7 @@ from uuid import UUID
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncHour
 
-from .. import selectors
+from .. import selectors, timefmt
 from ..models import Admission, AdmissionState, Approval, Reason, Run, RunState, Start, Suspension
 from ..principals import Principal
 from . import chart, present
@@ -82,7 +82,7 @@ def run_row(r: Run, now: datetime) -> dict[str, Any]:
         "paused_on": str(getattr(r, "live_suspension_id", None) or ""),
         "created_at": r.created_at,
         "updated": present.age(r.updated_at, now),
-        "error": present.short(r.error, 80),
+        "error": present.short(timefmt.times_in_text(r.error), 80),
     }
 
 
@@ -114,15 +114,27 @@ def approvals_of_run(principal: Principal, run_id: UUID) -> list[dict[str, Any]]
     return [dict(a) for a in rows.values("suspension_id", "status", "decided_by", "note", "created_at", "resolved_at")]
 
 
-def uncertain_starts(principal: Principal, now: datetime) -> list[dict[str, Any]]:
-    """Runs still `running` whose latest admission was started and never finished, oldest start first."""
+def _unfinished_starts(principal: Principal) -> QuerySet[Start]:
+    """Starts of runs still `running` whose latest admission was started and never finished."""
     running = selectors.runs(principal).filter(state=RunState.RUNNING).values("pk")
     started = Admission.objects.filter(state=AdmissionState.STARTED, run_id__in=running).values("pk")
-    oldest = selectors.starts(principal).filter(admission_id__in=started).order_by("started_at", "id")
-    starts = list(oldest[:UNCERTAIN_LIMIT])
+    return selectors.starts(principal).filter(admission_id__in=started)
+
+
+def uncertain_starts(principal: Principal, now: datetime, *, settled: datetime | None = None) -> list[dict[str, Any]]:
+    """Unfinished starts, oldest first; with `settled`, only those started at or before it."""
+    found = _unfinished_starts(principal)
+    if settled is not None:
+        found = found.filter(started_at__lte=settled)
+    starts = list(found.order_by("started_at", "id")[:UNCERTAIN_LIMIT])
     admissions = Admission.objects.filter(pk__in=[s.admission_id for s in starts]).defer("input").in_bulk()
     runs = Run.objects.filter(pk__in=[s.run_id for s in starts]).in_bulk()
     return [_uncertain_row(s, admissions[s.admission_id], runs[s.run_id], now) for s in starts]
+
+
+def recent_start_count(principal: Principal, settled: datetime) -> int:
+    """How many unfinished starts are younger than `settled`: the ones the default list leaves out."""
+    return _unfinished_starts(principal).filter(started_at__gt=settled).count()
 
 
 def _uncertain_row(s: Start, a: Admission, r: Run, now: datetime) -> dict[str, Any]:
@@ -136,5 +148,5 @@ def _uncertain_row(s: Start, a: Admission, r: Run, now: datetime) -> dict[str, A
         "admission_digest": a.request_digest,
         "start_digest": s.digest,
         "started_at": s.started_at,
-        "running_for": present.duration((now - s.started_at).total_seconds()),
+        "running_for": timefmt.duration((now - s.started_at).total_seconds()),
     }

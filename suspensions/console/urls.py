@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from ..logins import StaffAuthenticationForm
-from . import closures, views, webhooks
+from . import approvals, closures, views, webhooks
 
 app_name = "console"
 
@@ -18,9 +18,9 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("approvals/", views.inbox, name="inbox"),
-    path("approvals/<uuid:pk>/", views.approval, name="approval"),
-    path("approvals/<uuid:pk>/decide", views.decide, name="decide"),
+    path("approvals/", approvals.inbox, name="inbox"),
+    path("approvals/<uuid:pk>/", approvals.approval, name="approval"),
+    path("approvals/<uuid:pk>/decide", approvals.decide, name="decide"),
     path("runs/", views.runs, name="runs"),
     path("runs/<uuid:pk>/", views.run, name="run"),
     path("uncertain/", views.uncertain, name="uncertain"),

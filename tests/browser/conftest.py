@@ -70,8 +70,9 @@ def demo_inbox(engine):
     return [paused(engine, *row) for row in rows]
 
 
-def logged_in(chromium, site, username, viewport=None):
-    context = chromium.new_context(viewport=viewport or {"width": 1360, "height": 900})
+def logged_in(chromium, site, username, viewport=None, **options):
+    """A signed-in page; `options` go to the browser context (e.g. timezone_id="Europe/Berlin")."""
+    context = chromium.new_context(viewport=viewport or {"width": 1360, "height": 900}, **options)
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.goto(f"{site}/console/login/")

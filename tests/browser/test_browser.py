@@ -26,13 +26,15 @@ def test_an_approver_filters_the_inbox_opens_an_approval_and_approves_it(chromiu
 
     target = made[1]  # the sooner refund sorts first
     page.locator(f"tr[data-approval='{target['id']}'] a.row-link").click()
-    page.wait_for_url(f"{site}/console/approvals/{target['id']}/")
+    page.wait_for_url(f"{site}/console/approvals/{target['id']}/?tool=send_refund")  # the filter travels along
     assert "A-1077" in page.locator("pre.code").first.inner_text()
     page.screenshot(path=str(ARTIFACTS / "console-approval.png"), full_page=True)
 
     page.fill("#approve-form textarea[name=reason]", "Small amount, customer verified.")
     page.click("#approve-form button[type=submit]")
-    page.wait_for_url(f"{site}/console/runs/{target['run_id']}/")
+    # On to the next approval of the same filter: the other refund.
+    page.wait_for_url(f"{site}/console/approvals/{made[0]['id']}/?tool=send_refund")
+    page.goto(f"{site}/console/runs/{target['run_id']}/")
     assert page.locator("#run-state").inner_text() == "running"
     assert "user:alice" in page.locator("#admissions").inner_text()
     page.screenshot(path=str(ARTIFACTS / "console-run.png"), full_page=True)
@@ -42,16 +44,17 @@ def test_an_approver_filters_the_inbox_opens_an_approval_and_approves_it(chromiu
     assert Admission.objects.get(suspension_id=target["id"]).actor == "user:alice"
 
 
-def test_an_approver_denies_with_a_reason_and_sees_the_run_failed(chromium, site, engine):
+def test_an_approver_denies_with_a_reason_and_the_run_fails(chromium, site, engine):
     member("alice", {"acme": ["approver"]}, is_staff=True)
     s = paused(engine, "ops-agent", "delete_records", '{"table": "sessions"}', 600)
     context, page = logged_in(chromium, site, "alice")
     page.goto(f"{site}/console/approvals/{s['id']}/")
     page.fill("#deny-form textarea[name=reason]", "Never delete sessions during business hours.")
     page.click("#deny-form button[type=submit]")
-    page.wait_for_url(f"{site}/console/runs/{s['run_id']}/")
-    assert page.locator("#run-state").inner_text() == "failed"
+    page.wait_for_url(f"{site}/console/approvals/")  # none left: back to the inbox
     assert "Never delete sessions during business hours." in page.locator(".message-success").inner_text()
+    page.goto(f"{site}/console/runs/{s['run_id']}/")
+    assert page.locator("#run-state").inner_text() == "failed"
     context.close()
     assert Run.objects.get(pk=s["run_id"]).error == "rejected: Never delete sessions during business hours."
 

@@ -1,4 +1,8 @@
-"""Demo data for `make run`: a staff user, a handful of paused runs of every reason and a webhook endpoint."""
+"""Demo data for `make run`: a staff user, a handful of paused runs of every reason and a webhook endpoint.
+
+Run again, it adds nothing while a demo pause is still live, and once they have all expired or been
+answered it pauses a fresh set, so a newcomer who reads the README first still finds work waiting.
+"""
 
 import json
 from typing import Any
@@ -8,11 +12,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from ... import services
-from ...models import Membership, Role, Run, WebhookEndpoint, WebhookFormat
+from ...models import ApiToken, Membership, Role, Suspension, WebhookEndpoint, WebhookFormat
 from ...principals import Principal
 from ...tokens import create_token
 
 DEMO_SCOPE = "demo"
+DEMO_TOKEN_NAME = "demo-all-roles"
 # Where examples/webhook_receiver.py listens (README: "Watching deliveries").
 DEMO_HOOK_URL = "http://127.0.0.1:8001/hooks"
 
@@ -34,14 +39,16 @@ def _continuation(question: str, tools: list[str]) -> dict[str, Any]:
     }
 
 
+# Deadlines of hours and days: long enough to read the README, the email, open the console and decide.
+# The shortest, 45 minutes, is there so the dashboard's "expires within the hour" and a ticking
+# countdown have something to show.
 PAUSES: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("refund-agent", "approval", "send_refund", {"order": "A-1042", "amount": 900, "currency": "EUR"}, 86400),
-    ("refund-agent", "approval", "send_refund", {"order": "A-1077", "amount": 45, "currency": "EUR"}, 3600),
-    # Approvals wait at least an hour: long enough to read the email, open the console and decide.
+    ("refund-agent", "approval", "send_refund", {"order": "A-1077", "amount": 45, "currency": "EUR"}, 2700),
     ("ops-agent", "approval", "restart_service", {"service": "billing-api", "region": "eu-west-1"}, 7200),
     ("ops-agent", "approval", "delete_records", {"table": "sessions", "older_than_days": 90}, 10800),
     ("vpc-agent", "external_tool", "query_warehouse", {"sql": "select count(*) from orders"}, 86400),
-    ("triage-agent", "agent_reply", "ask_billing_agent", {"question": "Was invoice 5521 paid?"}, 120),
+    ("triage-agent", "agent_reply", "ask_billing_agent", {"question": "Was invoice 5521 paid?"}, 14400),
 ]
 
 
@@ -65,7 +72,7 @@ class Command(BaseCommand):
             if not Membership.objects.filter(user=user, role=role, scope=DEMO_SCOPE).exists():
                 membership.save()
         engine = Principal(name="token:demo-engine", grants=((DEMO_SCOPE, frozenset(Role.values)),))
-        if not Run.objects.filter(scope=DEMO_SCOPE).exists():
+        if not Suspension.objects.filter(scope=DEMO_SCOPE).exists():
             for n, (agent, reason, tool, arguments, ttl) in enumerate(PAUSES):
                 run = services.register_run(principal=engine, agent_id=agent, scope=DEMO_SCOPE, session_id=f"sess-{n}")
                 call: dict[str, Any] = {"id": f"call_{n}", "name": tool, "arguments": json.dumps(arguments)}
@@ -80,11 +87,20 @@ class Command(BaseCommand):
                     continuation=_continuation(f"Please {tool.replace('_', ' ')}.", [tool]),
                     ttl_seconds=ttl,
                 )
-        _, secret = create_token(scope=DEMO_SCOPE, roles=Role.values, name="demo-all-roles")
+        secret = self._token()
         self._webhook(engine, secret)
-        self.stdout.write(f"login: http://127.0.0.1:8000/console/  user {username}  password {password}")
+        # CONSOLE_BASE_URL: `make run` sets it from PORT, so the link names the port actually served.
+        self.stdout.write(f"login: {settings.CONSOLE_BASE_URL}/console/  user {username}  password {password}")
         self.stdout.write(f"API token (all roles in scope '{DEMO_SCOPE}'):")
         self.stdout.write(secret)
+
+    def _token(self) -> str:
+        """One demo token at any time: the previous one is revoked, since its secret cannot be shown again."""
+        revoked = ApiToken.objects.filter(scope=DEMO_SCOPE, name=DEMO_TOKEN_NAME, revoked=False).update(revoked=True)
+        if revoked:
+            self.stdout.write(f"revoked the previous demo token ({revoked}); the new one is below")
+        _, secret = create_token(scope=DEMO_SCOPE, roles=Role.values, name=DEMO_TOKEN_NAME)
+        return secret
 
     def _webhook(self, operator: Principal, token: str) -> None:
         """The demo endpoint, with a fresh secret each run (like the token), and a signed test event for it.

@@ -1,0 +1,242 @@
+"""The approver's pages (DESIGN §11): the inbox, one approval, and the decision.
+
+The inbox's filters travel with the approver: from the inbox to an approval, into
+the decision form, and on to the next approval of the same filter once decided.
+A decision whose session ended on the way is never lost silently: nothing is
+decided, and the approver comes back to the approval with the unsent reason.
+"""
+
+from typing import Any
+from urllib.parse import urlencode
+from uuid import UUID
+
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
+
+from .. import selectors, services, timefmt
+from ..approval_reads import find_approval
+from ..exceptions import Forbidden, NotFound, ServiceError
+from ..filters import InboxFilter
+from ..models import ApprovalStatus, Role
+from ..principals import Principal, principal_of
+from . import paging, present, queries
+from .access import staff_required
+from .forms import AGE_CHOICES, EXPIRING_CHOICES, MAX_TEXT, DecisionForm
+
+# What an approver reads when their decision did not go through (the service's code -> a sentence).
+LOST = {
+    "not_suspended": "Someone else already decided this approval.",
+    "suspension_expired": "This approval expired before your decision.",
+    "version_conflict": "The run moved on since you opened this page.",
+    "admission_conflict": "Another approver already approved it.",
+    "forbidden": "You do not hold the approver role in this approval's scope.",
+    "not_found": "This approval no longer exists or is outside your scopes.",
+    "not_an_approval": "This pause is not waiting for an approver.",
+    "wrong_gate": "This approval belongs to a flow wait and is answered through its flow, not here.",
+    "input_too_large": "The note is too long.",
+    "invalid_request": "The decision form was incomplete; reload the page and try again.",
+}
+
+INBOX_FILTERS = ("agent_id", "tool", "scope", "older_than", "expiring_within")
+# The inbox says "more than 1,000" rather than count a huge backlog to the last row.
+COUNT_CAP = 1000
+# Where a decision that arrived without a session waits for its approver to sign in again.
+UNSENT = "console.unsent_decision"
+
+
+def inbox_query(params: QueryDict) -> str:
+    """The inbox filters in `params` as a query string: only known names, only non-empty values."""
+    return urlencode([(k, params[k][:200]) for k in INBOX_FILTERS if params.get(k)])
+
+
+def with_query(url: str, query: str) -> str:
+    return f"{url}?{query}" if query else url
+
+
+@require_GET
+@staff_required
+def inbox(request: HttpRequest) -> HttpResponse:
+    principal, now = principal_of(request), timezone.now()
+    filterset = InboxFilter(request.GET, queryset=selectors.pending_approvals(principal).defer("continuation"))
+    errors = [f"{field}: {' '.join(errs)}" for field, errs in filterset.errors.items()]
+    # A filter that does not parse lists nothing, never every row under an error.
+    rows: list[Any] = []
+    more, count = False, 0
+    if not errors:
+        after = paging.deadline_cursor(request.GET["after"]) if request.GET.get("after") else None
+        rows, more = paging.page(filterset.qs, after)
+        paged = bool(request.GET.get("after"))
+        # One page and no cursor: the rows are the count; otherwise one capped COUNT.
+        count = len(rows) if not (more or paged) else filterset.qs.order_by()[: COUNT_CAP + 1].count()
+    context = {
+        "nav": "inbox",
+        "rows": [present.inbox_row(s, now) for s in rows],
+        "count": min(count, COUNT_CAP),
+        "count_capped": count > COUNT_CAP,
+        "next_link": paging.link(request.GET, f"{rows[-1].deadline.isoformat()}~{rows[-1].id}") if more else "",
+        "paged": bool(request.GET.get("after")),
+        "first_link": paging.link(request.GET),
+        "filters": {k: request.GET.get(k, "") for k in INBOX_FILTERS},
+        "filter_query": inbox_query(request.GET),
+        "filter_errors": errors,
+        "filtered": any(request.GET.get(k) for k in INBOX_FILTERS),
+        "age_choices": AGE_CHOICES,
+        "expiring_choices": EXPIRING_CHOICES,
+        "scopes": principal.scopes_with(Role.APPROVER, Role.AUDITOR),
+    }
+    return render(request, "console/inbox.html", context)
+
+
+@require_GET
+@staff_required
+def approval(request: HttpRequest, pk: UUID) -> HttpResponse:
+    principal, now = principal_of(request), timezone.now()
+    try:
+        body = find_approval(principal, pk)
+    except (Forbidden, NotFound) as exc:
+        raise Http404("approval not found") from exc
+    susp = selectors.suspensions(principal).filter(pk=pk).first()
+    context: dict[str, Any] = {
+        "nav": "inbox",
+        # What was asked and how it was decided, from the kept record: it outlives the pause.
+        "approval": present.approval(body),
+        "timeline": queries.timeline(principal, body["run_id"]),
+        "pause": pause_context(susp, now) if susp is not None else None,
+        "filter_query": inbox_query(request.GET),
+        "unsent": pop_unsent(request, pk),
+    }
+    if susp is not None and body["version"] is not None:
+        context["decision"] = decision_context(principal, susp, body["version"], now)
+    return render(request, "console/approval.html", context)
+
+
+def pause_context(susp: Any, now: Any) -> dict[str, Any]:
+    continuation = present.loads(susp.continuation)
+    continuation = continuation if isinstance(continuation, dict) else {}
+    prompt = continuation.get("system_prompt")
+    return {
+        "run": {"id": str(susp.run.id), "agent_id": susp.run.agent_id, "state": susp.run.state},
+        "run_revision": susp.run.revision,
+        "conversation": present.conversation(continuation),
+        "system_prompt": prompt if isinstance(prompt, str) else present.pretty(prompt),
+        "config": present.run_config(continuation),
+        "deadline": present.countdown(susp.expires_at, now),
+        "expires_at": susp.expires_at,
+        "age": present.age(susp.created_at, now),
+    }
+
+
+def decision_context(principal: Principal, susp: Any, version: dict[str, Any], now: Any) -> dict[str, Any]:
+    return {
+        "allowed": principal.can(Role.APPROVER, susp.scope),
+        "expired": susp.expires_at is not None and susp.expires_at <= now,
+        # A flow wait is decided through its flow's gate with the decision token, never here.
+        "gated": bool(susp.correlation_id),
+        "version": version,
+    }
+
+
+def pop_unsent(request: HttpRequest, pk: UUID) -> dict[str, str] | None:
+    kept = request.session.get(UNSENT)
+    if not isinstance(kept, dict) or kept.get("approval") != str(pk):
+        return None
+    del request.session[UNSENT]
+    return kept
+
+
+@require_http_methods(["GET", "POST"])
+def decide(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """Approve or deny with the version the page showed; every refusal becomes a message, never an error page.
+
+    A GET (a sign-in's `next`, a reload, a bookmark) goes to the approval page. A POST
+    without a session decides nothing: it keeps the unsent decision for the approval
+    page and sends the approver to sign in, then back to that page.
+    """
+    filters = inbox_query(
+        QueryDict(request.POST.get("filters", "")[:2000]) if request.method == "POST" else request.GET
+    )
+    page = with_query(reverse("console:approval", args=[pk]), filters)
+    if request.method == "GET":
+        return redirect(page)
+    if not request.user.is_authenticated:
+        decision = request.POST.get("decision", "")
+        reason = request.POST.get("reason", "")[:MAX_TEXT]
+        request.session[UNSENT] = {"approval": str(pk), "decision": decision, "reason": reason}
+        return redirect_to_login(page)
+    return _decide(request, pk, filters, page)
+
+
+@staff_required
+def _decide(request: HttpRequest, pk: UUID, filters: str, page: str) -> HttpResponse:
+    principal = principal_of(request)
+    record = queries.visible_approvals(principal).filter(pk=pk).first()
+    if record is None:
+        raise Http404("approval not found")
+    form = DecisionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(str(e) for errs in form.errors.values() for e in errs))
+        return redirect(page)
+    version = form.version()
+    if version.suspension_id != record.suspension_id or version.run_id != record.run_id:
+        messages.error(request, "This form does not belong to this approval; reload the page.")
+        return redirect(page)
+    # Where this approval stood in the inbox, read before a deny deletes the pause.
+    deadline = selectors.suspensions(principal).filter(pk=pk).values_list("deadline", flat=True).first()
+    try:
+        text = apply_decision(principal, pk, version, form.cleaned_data)
+    except ServiceError as exc:
+        messages.error(request, lost_message(principal, pk, exc))
+        return redirect(page)
+    following = next_approval(principal, QueryDict(filters), pk, deadline)
+    if following is None:
+        messages.success(request, f"{text} No other approval waits for you{' in this filter' if filters else ''}.")
+        return redirect(with_query(reverse("console:inbox"), filters))
+    messages.success(request, f"{text} Here is the next approval, by deadline.")
+    return redirect(with_query(reverse("console:approval", args=[following]), filters))
+
+
+def apply_decision(principal: Principal, pk: UUID, version: services.Version, data: dict[str, Any]) -> str:
+    """The same service as the API's decide endpoint; the approver is the principal, never a form field."""
+    decision = services.decide(
+        principal=principal, suspension_id=pk, version=version, decision=data["decision"], reason=data["reason"]
+    )
+    if isinstance(decision, services.Denied):
+        if not decision.fresh:
+            return "You had already denied this; nothing changed."
+        return f"Denied. The run failed with “rejected: {decision.reason}”."
+    if not decision.fresh:
+        return "You had already approved this; nothing changed."
+    return f"Approved. The run is running at revision {decision.run.revision} and waits for its engine."
+
+
+def lost_message(principal: Principal, pk: UUID, exc: ServiceError) -> str:
+    """Why the decision did not go through; "you already decided" when the record names this approver."""
+    if exc.code in ("not_suspended", "admission_conflict"):
+        record = queries.visible_approvals(principal).filter(pk=pk).first()
+        if record is not None and record.status != ApprovalStatus.PENDING and record.decided_by == principal.name:
+            when = f" at {timefmt.absolute(record.resolved_at)}" if record.resolved_at else ""
+            return f"You already decided this approval ({record.status}{when})."
+    return LOST.get(exc.code, exc.title)
+
+
+def next_approval(principal: Principal, filters: QueryDict, decided: UUID, deadline: Any) -> UUID | None:
+    """The approval after the decided one in the inbox's order and filter (else the first), that this user can decide.
+
+    Past deadlines and flow waits are skipped: neither can be decided here.
+    """
+    decidable = (
+        selectors.pending_approvals(principal)
+        .filter(principal.scope_q(Role.APPROVER), deadline__gt=timezone.now(), correlation_id="")
+        .exclude(pk=decided)
+    )
+    filterset = InboxFilter(filters, queryset=decidable)
+    if not filterset.is_valid():
+        return None
+    ids = filterset.qs.values_list("id", flat=True)
+    later = ids.filter(paging.after_deadline(deadline, decided)).first() if deadline is not None else None
+    return later or ids.first()
