@@ -32,10 +32,13 @@ $(RUNTIME_STAMP): requirements.txt
 	$(PIP_INSTALL) -r requirements.txt
 	touch $(RUNTIME_STAMP)
 
-$(VENV_STAMP): requirements.txt requirements-dev.txt
+# The Python client (clients/python) is installed editable for its tests and examples, built offline
+# with the pinned setuptools of the dev set (no build isolation, no download).
+$(VENV_STAMP): requirements.txt requirements-dev.txt clients/python/pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PIP_INSTALL) -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e ./clients/python
 	touch $(VENV_STAMP) $(RUNTIME_STAMP)
 
 # Re-lock after editing requirements*.in (LOCK_ARGS=--upgrade moves every pin to the newest
@@ -85,19 +88,19 @@ proxy:
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	DJANGO_SECRET_KEY=lint .venv/bin/mypy suspensions suspensions_project
+	DJANGO_SECRET_KEY=lint .venv/bin/mypy suspensions suspensions_project clients/python/src
 
 # The inner loop (under two minutes): lint, formatting, types, and every test not marked slow or browser.
 check: install services
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project
+	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project clients/python/src
 	$(TEST_ENV) $(PY) -m pytest -q -n auto -m "not slow and not browser" $(PYTEST_ARGS)
 
 test: install services browser proxy
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project
+	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project clients/python/src
 	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 

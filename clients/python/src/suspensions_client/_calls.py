@@ -1,0 +1,322 @@
+"""The endpoints of runs, pauses, approvals and admissions, each as one `Call` (docs/api.md §7.2-§7.4).
+
+Each function here is the single description of its endpoint: method, path,
+body, how to parse the answer, and what a resend after a lost answer means.
+`Client` and `AsyncClient` expose each one as a method of the same name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, TypedDict, TypeVar, Unpack
+
+from ._transport import Call, Flow, ask
+from .claims import Admission, Claimed, Denial, LatestAdmission, Vote
+from .errors import AlreadySuspended, ResumeAlreadyStarted, StartUncertain, SuspensionsError, VersionConflict
+from .models import JSON, Event, Page, Run, Suspension, SuspensionSummary, Version
+
+T = TypeVar("T")
+
+
+class HasVersion(Protocol):
+    @property
+    def version(self) -> Version: ...
+
+
+class HasAdmission(Protocol):
+    @property
+    def admission(self) -> Admission | None: ...
+
+
+RunRef = str | Run | Claimed
+VersionRef = Version | HasVersion
+AdmissionRef = str | Admission | HasAdmission
+
+
+class RunFilters(TypedDict, total=False):
+    state: str
+    agent_id: str
+    reason: str
+    scope: str
+    created_after: datetime | str
+    created_before: datetime | str
+    updated_after: datetime | str
+    updated_before: datetime | str
+    cursor: str
+    page_size: int
+
+
+class SuspensionFilters(TypedDict, total=False):
+    reason: str
+    agent_id: str
+    tool: str
+    scope: str
+    expires_before: datetime | str
+    expires_after: datetime | str
+    created_after: datetime | str
+    created_before: datetime | str
+    reply_with: str
+    expiring_within: int
+    older_than: int
+    cursor: str
+    page_size: int
+
+
+# -- helpers shared by the builders ---------------------------------------------------------
+
+
+def of(parse: Callable[[JSON], T]) -> Callable[[Any, int], T]:
+    return lambda data, status: parse(data)
+
+
+def page_of(parse: Callable[[JSON], T]) -> Callable[[Any, int], Page[T]]:
+    def parse_page(data: Any, status: int) -> Page[T]:
+        return Page(
+            results=[parse(row) for row in data["results"]], next=data.get("next"), previous=data.get("previous")
+        )
+
+    return parse_page
+
+
+def compact(**fields: Any) -> JSON:
+    """The body without the fields left out (None): absent, not null, so the server's defaults apply."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def query(**params: Any) -> dict[str, str]:
+    out = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        out[key] = value.isoformat() if isinstance(value, datetime) else str(value)
+    return out
+
+
+def run_ref(run: RunRef, revision: int | None) -> tuple[str, int]:
+    """(run id, revision): a Run or a Claimed carries its revision; a bare id needs `revision`."""
+    if isinstance(run, str):
+        if revision is None:
+            raise ValueError("give `revision` with a run id (or pass the Run or Claimed itself)")
+        return run, revision
+    return run.run_id, run.run_revision if revision is None else revision
+
+
+def version_of(version: VersionRef) -> Version:
+    return version if isinstance(version, Version) else version.version
+
+
+def admission_id(admission: AdmissionRef) -> str:
+    if isinstance(admission, str):
+        return admission
+    if isinstance(admission, Admission):
+        return admission.id
+    if admission.admission is None:
+        raise ValueError("this result carries no admission to start")
+    return admission.admission.id
+
+
+def finished_as(state: str, run_id: str, revision: int) -> Callable[[SuspensionsError], Flow[Run]]:
+    """After a resent complete/fail/cancel is refused as stale: the first one did it if the run is there now."""
+
+    def recover(error: SuspensionsError) -> Flow[Run]:
+        if isinstance(error, VersionConflict):
+            run = yield from ask(get_run(run_id))
+            if run.state == state and run.revision == revision + 1:
+                return run
+        raise error
+
+    return recover
+
+
+# -- runs -----------------------------------------------------------------------------------
+
+
+def register(agent_id: str, *, scope: str | None = None, session_id: str | None = None) -> Call[Run]:
+    """T1: a new run, `running` at revision 1. Not resent after a lost answer: that would register a second run."""
+    body = compact(agent_id=agent_id, scope=scope, session_id=session_id)
+    return Call("POST", "/runs", of(Run.from_json), body, resend=False)
+
+
+def list_runs(**filters: Unpack[RunFilters]) -> Call[Page[Run]]:
+    """Runs, newest first; filters as in docs/api.md §9 (`state`, `agent_id`, `scope`, time ranges...)."""
+    return Call("GET", "/runs", page_of(Run.from_json), params=query(**filters))
+
+
+def get_run(run_id: str) -> Call[Run]:
+    """One run, with its state, revision, error and live pause id."""
+    return Call("GET", f"/runs/{run_id}", of(Run.from_json))
+
+
+def list_events(run_id: str, *, cursor: str | None = None, page_size: int | None = None) -> Call[Page[Event]]:
+    """The run's audit timeline, oldest first."""
+    params = query(cursor=cursor, page_size=page_size)
+    return Call("GET", f"/runs/{run_id}/events", page_of(Event.from_json), params=params)
+
+
+def suspend(
+    run: RunRef,
+    *,
+    reason: str,
+    pending: Sequence[Mapping[str, Any]],
+    continuation: Mapping[str, Any],
+    revision: int | None = None,
+    ttl_seconds: int | None = None,
+    approval: Mapping[str, Any] | None = None,
+) -> Call[Suspension]:
+    """T2: pause the run. `pending` calls are sent as given (`arguments` a string holding JSON).
+
+    A suspend is not a replay: resent after a lost answer it is refused as stale
+    or already paused, and the client then reads back the pause the first
+    attempt stored (same reason and pending calls) and returns it.
+    """
+    run_id, rev = run_ref(run, revision)
+    body = compact(
+        revision=rev,
+        reason=reason,
+        pending=[dict(call) for call in pending],
+        continuation=dict(continuation),
+        ttl_seconds=ttl_seconds,
+        approval=dict(approval) if approval is not None else None,
+    )
+
+    def recover(error: SuspensionsError) -> Flow[Suspension]:
+        if isinstance(error, (VersionConflict, AlreadySuspended)):
+            now = yield from ask(get_run(run_id))
+            if now.state == "paused" and now.revision == rev + 1 and now.suspension_id:
+                stored = yield from ask(get_suspension(now.suspension_id))
+                if stored.reason == reason and [c.raw for c in stored.pending] == body["pending"]:
+                    return stored
+        raise error
+
+    return Call("POST", f"/runs/{run_id}/suspend", of(Suspension.from_json), body, recover=recover)
+
+
+def resume(version: VersionRef, results: Sequence[Mapping[str, Any]]) -> Call[Claimed]:
+    """T3 one-shot resume of an `external_tool` pause: `results` are `{call_id, content}` or `{call_id, error}`.
+
+    A replay (after a lost answer) carries the receipts but no continuation and no results.
+    """
+    v = version_of(version)
+    body = {"version": v.as_json(), "results": [dict(result) for result in results]}
+    return Call("POST", f"/runs/{v.run_id}/resume", of(Claimed.from_json), body)
+
+
+def complete(run: RunRef, revision: int | None = None) -> Call[Run]:
+    """T8: the run is `completed`. Give the Claimed of the start (its revision) or a run id and revision."""
+    run_id, rev = run_ref(run, revision)
+    body = {"revision": rev}
+    return Call(
+        "POST", f"/runs/{run_id}/complete", of(Run.from_json), body, recover=finished_as("completed", run_id, rev)
+    )
+
+
+def fail(run: RunRef, error: str, revision: int | None = None) -> Call[Run]:
+    """T8: the run is `failed` with `error`."""
+    run_id, rev = run_ref(run, revision)
+    body = {"revision": rev, "error": error}
+    return Call("POST", f"/runs/{run_id}/fail", of(Run.from_json), body, recover=finished_as("failed", run_id, rev))
+
+
+def cancel(run: RunRef, revision: int | None = None) -> Call[Run]:
+    """T7: the run is `cancelled` (paused or running)."""
+    run_id, rev = run_ref(run, revision)
+    body = {"revision": rev}
+    return Call(
+        "POST", f"/runs/{run_id}/cancel", of(Run.from_json), body, recover=finished_as("cancelled", run_id, rev)
+    )
+
+
+# -- admissions -----------------------------------------------------------------------------
+
+
+def admit_reply(version: VersionRef, *, input: str, reply_with: str) -> Call[Claimed]:
+    """T4 by the bus: admit an agent reply; `input` is a string holding JSON, kept byte for byte."""
+    v = version_of(version)
+    body = {"version": v.as_json(), "input": input, "reply_with": reply_with}
+    return Call("POST", f"/runs/{v.run_id}/admissions", of(Claimed.from_json), body)
+
+
+def list_admissions(run_id: str, *, cursor: str | None = None, page_size: int | None = None) -> Call[Page[Admission]]:
+    """The run's admissions, oldest first, each with its `state`."""
+    params = query(cursor=cursor, page_size=page_size)
+    return Call("GET", f"/runs/{run_id}/admissions", page_of(Admission.from_json), params=params)
+
+
+def latest_admission(run_id: str) -> Call[LatestAdmission]:
+    """The run's latest admission and its start receipt, for recovery (NotFound while it has none)."""
+    return Call("GET", f"/runs/{run_id}/admissions/latest", of(LatestAdmission.from_json))
+
+
+def admitted_work(
+    *, state: str | None = "admitted", scope: str | None = None, cursor: str | None = None, page_size: int | None = None
+) -> Call[Page[Admission]]:
+    """GET /admissions: the engine's queue of admitted work, oldest first (`state=None` lists every state)."""
+    params = query(state=state, scope=scope, cursor=cursor, page_size=page_size)
+    return Call("GET", "/admissions", page_of(Admission.from_json), params=params)
+
+
+def start(admission: AdmissionRef) -> Call[Claimed]:
+    """T5: the single grant to execute; the fresh answer carries the pause and the admitted input.
+
+    Resent after a lost answer and refused as already started, it raises
+    `StartUncertain`: the grant happened and its continuation was in the lost answer.
+    """
+
+    def recover(error: SuspensionsError) -> Flow[Claimed]:
+        if isinstance(error, ResumeAlreadyStarted):
+            raise StartUncertain(error.status, error.problem, error.headers) from error
+        raise error
+        yield  # a generator: recover is a flow
+
+    return Call("POST", f"/admissions/{admission_id(admission)}/start", of(Claimed.from_json), recover=recover)
+
+
+# -- suspensions and approvals --------------------------------------------------------------
+
+
+def list_suspensions(**filters: Unpack[SuspensionFilters]) -> Call[Page[SuspensionSummary]]:
+    """Live pauses, soonest deadline first; filters as in docs/api.md §9 (`reason`, `tool`, `reply_with`...)."""
+    return Call("GET", "/suspensions", page_of(SuspensionSummary.from_json), params=query(**filters))
+
+
+def get_suspension(suspension_id: str) -> Call[Suspension]:
+    """One live pause, with its continuation and the run's revision (its claim `version`)."""
+    return Call("GET", f"/suspensions/{suspension_id}", of(Suspension.from_json))
+
+
+def list_approvals(**filters: Unpack[SuspensionFilters]) -> Call[Page[SuspensionSummary]]:
+    """Pending approvals (approver or auditor), with the filters of `list_suspensions`."""
+    return Call("GET", "/approvals", page_of(SuspensionSummary.from_json), params=query(**filters))
+
+
+def decide(
+    suspension_id: str,
+    version: VersionRef,
+    decision: str = "approve",
+    reason: str | None = None,
+    response: str | None = None,
+    calls: Sequence[Mapping[str, str]] | None = None,
+) -> Call[Claimed | Denial | Vote]:
+    """An approver's decision: `approve` (optionally with edited `calls`), `deny` (with a reason) or `respond`.
+
+    Returns the admission (`Claimed`), a `Denial`, or a `Vote` (202) when the
+    pause's quorum is not reached yet. `calls` is `[{"id", "arguments"}]`, each
+    `arguments` a string holding JSON.
+    """
+    body = compact(
+        version=version_of(version).as_json(),
+        decision=decision,
+        reason=reason,
+        response=response,
+        calls=[dict(call) for call in calls] if calls is not None else None,
+    )
+    return Call("POST", f"/approvals/{suspension_id}/decide", decision_of, body)
+
+
+def decision_of(data: Any, status: int) -> Claimed | Denial | Vote:
+    if status == 202 or ("votes" in data and "admission" not in data):
+        return Vote.from_json(data)
+    if data.get("decision") == "deny":
+        return Denial.from_json(data)
+    return Claimed.from_json(data)

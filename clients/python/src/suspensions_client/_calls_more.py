@@ -1,0 +1,183 @@
+"""The other endpoints, each as one `Call`: approvals read, receipts, closures, flow waits, discovery, webhooks.
+
+docs/api.md §7.3-§7.8. Writes that a resend could do twice (create a webhook,
+rotate its secret, send a test, redeliver, park a flow wait) are not resent
+after a lost answer: `ConnectionLost(maybe_applied=True)` says so instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ._calls import VersionRef, compact, of, page_of, query, version_of
+from ._transport import Call
+from .claims import Claimed
+from .models import Page
+from .records import (
+    AgentReplyRuns,
+    Approval,
+    ClosureReceipt,
+    ExpiryReceipt,
+    ParkedWait,
+    WebhookEndpoint,
+    WebhookMessage,
+)
+
+
+def get_approval(suspension_id: str) -> Call[Approval]:
+    """One approval, pending or decided, with what was asked (approver or auditor)."""
+    return Call("GET", f"/approvals/{suspension_id}", of(Approval.from_json))
+
+
+# -- receipts and closures ------------------------------------------------------------------
+
+
+def get_expiry(run_id: str, suspension_id: str) -> Call[ExpiryReceipt]:
+    """The expiry receipt of an admitted continuation the sweep expired before its start."""
+    return Call("GET", f"/runs/{run_id}/expiries/{suspension_id}", of(ExpiryReceipt.from_json))
+
+
+def close_run(
+    run_id: str,
+    *,
+    version: VersionRef,
+    admission_digest: str,
+    start_digest: str,
+    run_revision: int,
+    issuer: str,
+    issuer_revision: str,
+    proof_ref: str,
+    proof_digest: str,
+    observed_at: datetime | str,
+    expires_at: datetime | str,
+    schema_version: int = 1,
+) -> Call[ClosureReceipt]:
+    """T10 (operator): close an uncertain start as `incomplete` with a proof; the identical request replays."""
+    body = {
+        "schema_version": schema_version,
+        "version": version_of(version).as_json(),
+        "admission_digest": admission_digest,
+        "start_digest": start_digest,
+        "run_revision": run_revision,
+        "issuer": issuer,
+        "issuer_revision": issuer_revision,
+        "proof_ref": proof_ref,
+        "proof_digest": proof_digest,
+        "observed_at": observed_at.isoformat() if isinstance(observed_at, datetime) else observed_at,
+        "expires_at": expires_at.isoformat() if isinstance(expires_at, datetime) else expires_at,
+    }
+    return Call("POST", f"/runs/{run_id}/closures", of(ClosureReceipt.from_json), body)
+
+
+def get_closure(run_id: str, suspension_id: str) -> Call[ClosureReceipt]:
+    """The closure receipt of a closed run's pause (`fresh` false)."""
+    return Call("GET", f"/runs/{run_id}/closures/{suspension_id}", of(ClosureReceipt.from_json))
+
+
+# -- correlation-keyed waits and discovery --------------------------------------------------
+
+
+def park_flow_wait(
+    envelope: Mapping[str, Any],
+    snapshot: Mapping[str, Any],
+    reason: str,
+    *,
+    ttl_seconds: int | None = None,
+    decision_token: str | None = None,
+) -> Call[ParkedWait]:
+    """Park a correlation-keyed wait; embed the answer's `correlation_id` in the dispatch.
+
+    Not resent after a lost answer: every park mints a new nonce.
+    """
+    body = compact(
+        envelope=dict(envelope),
+        snapshot=dict(snapshot),
+        reason=reason,
+        ttl_seconds=ttl_seconds,
+        decision_token=decision_token,
+    )
+    return Call("POST", "/flow-waits", of(ParkedWait.from_json), body, resend=False)
+
+
+def dispatch_resume(
+    tenant: str, env: str, correlation_id: str, output: Any, *, decision_token: str | None = None
+) -> Call[Claimed]:
+    """The bus resumes a flow wait by correlation id; `output` is any JSON (null included)."""
+    body = {"tenant": tenant, "env": env, "correlation_id": correlation_id, "output": output}
+    if decision_token is not None:
+        body["decision_token"] = decision_token
+    return Call("POST", "/dispatch/resume", of(Claimed.from_json), body)
+
+
+def agent_reply_runs(*, after: str | None = None, limit: int | None = None) -> Call[AgentReplyRuns]:
+    """The bus's discovery: runs of its exact scopes holding an agent-reply pause (or its consumed admission)."""
+    return Call("GET", "/agent-replies/runs", of(AgentReplyRuns.from_json), params=query(after=after, limit=limit))
+
+
+# -- webhooks (operator) --------------------------------------------------------------------
+
+
+def create_webhook(
+    url: str,
+    *,
+    scope: str | None = None,
+    event_types: Sequence[str] | None = None,
+    format: str | None = None,  # noqa: A002 - the wire name
+    description: str | None = None,
+) -> Call[WebhookEndpoint]:
+    """A new endpoint; the answer's `secret` (`whsec_...`) is shown this once."""
+    body = compact(
+        url=url,
+        scope=scope,
+        event_types=list(event_types) if event_types is not None else None,
+        format=format,
+        description=description,
+    )
+    return Call("POST", "/webhooks", of(WebhookEndpoint.from_json), body, resend=False)
+
+
+def list_webhooks(*, cursor: str | None = None, page_size: int | None = None) -> Call[Page[WebhookEndpoint]]:
+    """The endpoints of the caller's operator scopes, newest first (never their secrets)."""
+    params = query(cursor=cursor, page_size=page_size)
+    return Call("GET", "/webhooks", page_of(WebhookEndpoint.from_json), params=params)
+
+
+def get_webhook(endpoint_id: str) -> Call[WebhookEndpoint]:
+    """One endpoint (never its secret)."""
+    return Call("GET", f"/webhooks/{endpoint_id}", of(WebhookEndpoint.from_json))
+
+
+def disable_webhook(endpoint_id: str) -> Call[WebhookEndpoint]:
+    """Stop delivering (messages are kept); disabling a disabled endpoint changes nothing."""
+    return Call("POST", f"/webhooks/{endpoint_id}/disable", of(WebhookEndpoint.from_json))
+
+
+def enable_webhook(endpoint_id: str) -> Call[WebhookEndpoint]:
+    """Deliver again (after a disable or a receiver's 410); enabling an active endpoint changes nothing."""
+    return Call("POST", f"/webhooks/{endpoint_id}/enable", of(WebhookEndpoint.from_json))
+
+
+def rotate_webhook_secret(endpoint_id: str) -> Call[WebhookEndpoint]:
+    """A new secret (in the answer only); the previous one keeps signing beside it for 24 hours."""
+    return Call("POST", f"/webhooks/{endpoint_id}/rotate-secret", of(WebhookEndpoint.from_json), resend=False)
+
+
+def test_webhook(endpoint_id: str) -> Call[WebhookMessage]:
+    """Queue a signed `webhook.test` event for this endpoint (202)."""
+    return Call("POST", f"/webhooks/{endpoint_id}/test", of(WebhookMessage.from_json), resend=False)
+
+
+def webhook_messages(
+    endpoint_id: str, *, cursor: str | None = None, page_size: int | None = None
+) -> Call[Page[WebhookMessage]]:
+    """The endpoint's messages, newest first, each with its delivery attempts."""
+    params = query(cursor=cursor, page_size=page_size)
+    return Call("GET", f"/webhooks/{endpoint_id}/messages", page_of(WebhookMessage.from_json), params=params)
+
+
+def redeliver(endpoint_id: str, message_id: str) -> Call[WebhookMessage]:
+    """Make a delivered or failed message pending again, due now (202)."""
+    path = f"/webhooks/{endpoint_id}/messages/{message_id}/redeliver"
+    return Call("POST", path, of(WebhookMessage.from_json), resend=False)

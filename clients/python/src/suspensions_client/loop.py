@@ -1,0 +1,163 @@
+"""Helpers for the engine loop (DESIGN §18): pause for approval, wait for the decision, then start and complete.
+
+    pause = client.pause_for_approval(run, calls, continuation, ttl_seconds=3600)
+    outcome = client.wait_for_admission(pause.run_id, pause.id, timeout=3600, poll_interval=5)
+    if outcome.admitted:
+        started = client.start(outcome)            # the continuation and the approver's decision
+        ...                                        # execute the approved calls
+        client.complete(started)
+    else:
+        print(outcome.status, outcome.reason)      # denied, expired, cancelled...: the run has ended
+
+A wait always ends with an `Outcome` (or `WaitTimeout` past its own
+`timeout`): a denial fails the run, and the wait returns at once with
+`status == "denied"` and the approver's reason, never hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._calls import RunRef, get_run, latest_admission, list_admissions, suspend
+from ._transport import Call, Flow, Wait, ask
+from .claims import Admission
+from .errors import ClientError, NotFound
+from .inbox import Inbox
+from .models import PendingCall, Run, Suspension
+
+DENIED_PREFIX = "rejected: "
+
+
+class WaitTimeout(ClientError, TimeoutError):
+    """The pause was still waiting when the caller's own `timeout` passed (the pause itself is unchanged)."""
+
+    def __init__(self, run_id: str, suspension_id: str, timeout: float) -> None:
+        super().__init__(f"run {run_id} is still paused on {suspension_id} after {timeout} s")
+        self.run_id, self.suspension_id, self.timeout = run_id, suspension_id, timeout
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """How a pause ended, as read from the API when the wait returned.
+
+    `status` is `admitted` (waiting for this engine's start), `denied`, or the
+    admission's or run's state otherwise: `started` (another worker started
+    it), `done`, `expired`, `cancelled`, `closed`, `failed`, `completed`,
+    `incomplete`.
+    """
+
+    status: str
+    run: Run
+    admission: Admission | None = None
+
+    @property
+    def admitted(self) -> bool:
+        return self.status == "admitted"
+
+    @property
+    def reason(self) -> str:
+        """The approver's reason for a denial; otherwise the run's error (empty when none)."""
+        return self.run.error.removeprefix(DENIED_PREFIX) if self.status == "denied" else self.run.error
+
+
+def pending_call(call: PendingCall | Mapping[str, Any]) -> dict[str, Any]:
+    """A pending call for the wire; `arguments` given as an object are encoded to the JSON string it must be."""
+    if isinstance(call, PendingCall):
+        out: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
+        if call.arguments_schema is not None:
+            out["arguments_schema"] = call.arguments_schema
+        if call.editable:
+            out["editable"] = True
+        return out
+    out = dict(call)
+    if not isinstance(out.get("arguments"), str):
+        out["arguments"] = json.dumps(out.get("arguments", {}), ensure_ascii=False, allow_nan=False)
+    return out
+
+
+def pause_for_approval(
+    run: RunRef,
+    calls: Sequence[PendingCall | Mapping[str, Any]],
+    continuation: Mapping[str, Any],
+    *,
+    ttl_seconds: int | None = None,
+    approval: Mapping[str, Any] | None = None,
+    revision: int | None = None,
+) -> Call[Suspension]:
+    """Pause the run until an approver decides on `calls` (T2 with reason `approval`).
+
+    `calls` are `{id, name, arguments}` (arguments as a JSON string or an
+    object), optionally with `arguments_schema` and `editable`; `approval` is
+    the policy `{quorum, exclude_requester, on_expiry}`. `run` is the Run (or
+    the Claimed of the last start), whose revision it uses.
+    """
+    pending = [pending_call(call) for call in calls]
+    return suspend(
+        run,
+        reason="approval",
+        pending=pending,
+        continuation=continuation,
+        revision=revision,
+        ttl_seconds=ttl_seconds,
+        approval=approval,
+    )
+
+
+def wait_for_admission(
+    run_id: str,
+    suspension_id: str,
+    *,
+    timeout: float = 3600.0,
+    poll_interval: float = 2.0,
+    inbox: Inbox | None = None,
+) -> Flow[Outcome]:
+    """Wait until the pause is answered: admitted, denied, expired or cancelled.
+
+    Polls the run every `poll_interval` seconds while it is paused on this
+    pause; with an `inbox` fed by the webhook receiver it also wakes as soon as
+    an event of the run arrives (then a long `poll_interval` is only the
+    safety net). A vote short of quorum keeps the run paused: the wait goes on.
+    Raises `WaitTimeout` after `timeout` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = inbox.count(run_id) if inbox is not None else 0
+        run = yield from ask(get_run(run_id))
+        if not (run.state == "paused" and run.suspension_id == suspension_id):
+            return (yield from outcome_of(run, suspension_id))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WaitTimeout(run_id, suspension_id, timeout)
+        yield Wait(inbox, run_id, seen, min(poll_interval, left))
+
+
+def outcome_of(run: Run, suspension_id: str) -> Flow[Outcome]:
+    """The pause is answered: its admission if there is one (approve, respond, reply), else how the run ended."""
+    try:
+        latest: Admission | None = yield from ask(latest_admission(run.id))
+    except NotFound:
+        latest = None
+    admission = latest if latest is not None and latest.suspension_id == suspension_id else None
+    if admission is None and latest is not None:
+        # The run was admitted and paused again since: look for this pause's admission further back.
+        admission = yield from find_admission(run.id, suspension_id)
+    if admission is not None:
+        return Outcome(status=admission.state or "admitted", run=run, admission=admission)
+    denied = run.state == "failed" and run.error.startswith(DENIED_PREFIX)
+    return Outcome(status="denied" if denied else run.state, run=run)
+
+
+def find_admission(run_id: str, suspension_id: str) -> Flow[Admission | None]:
+    cursor: str | None = None
+    while True:
+        page = yield from ask(list_admissions(run_id, cursor=cursor, page_size=200))
+        for admission in page.results:
+            if admission.suspension_id == suspension_id:
+                return admission
+        cursor = page.next_cursor
+        if cursor is None:
+            return None

@@ -1,0 +1,265 @@
+"""Typed results, parsed from the JSON the server sends (docs/api.md §1 and §7): runs, events, pauses, pages.
+
+Every result keeps the body it came from as `raw`, so a field this client does
+not know yet is still at hand. Ids are strings, times are aware datetimes.
+Pending-call `arguments` and an admitted `input` are strings holding JSON on
+the wire, kept byte for byte: `arguments_json()` and `input_json()` parse them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+T = TypeVar("T")
+JSON = dict[str, Any]
+
+
+def when(value: Any) -> datetime | None:
+    """An RFC 3339 time of the server (UTC, `Z`), or None."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+
+def at(value: Any) -> datetime:
+    moment = when(value)
+    if moment is None:
+        raise ValueError(f"expected an RFC 3339 time, got {value!r}")
+    return moment
+
+
+def optional_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def raw_field() -> Any:
+    """The body a result was parsed from: kept, not shown, not compared."""
+    return field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Version:
+    """The claim version `{run_id, suspension_id, run_revision}`: what the caller saw of a pause."""
+
+    run_id: str
+    suspension_id: str
+    run_revision: int
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Version:
+        return cls(run_id=data["run_id"], suspension_id=data["suspension_id"], run_revision=data["run_revision"])
+
+    def as_json(self) -> JSON:
+        return {"run_id": self.run_id, "suspension_id": self.suspension_id, "run_revision": self.run_revision}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    id: str
+    scope: str
+    agent_id: str
+    session_id: str
+    state: str
+    revision: int
+    error: str
+    last_reason: str
+    created_at: datetime
+    updated_at: datetime
+    suspension_id: str | None
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Run:
+        return cls(
+            id=data["id"],
+            scope=data["scope"],
+            agent_id=data["agent_id"],
+            session_id=data["session_id"],
+            state=data["state"],
+            revision=data["revision"],
+            error=data["error"],
+            last_reason=data["last_reason"],
+            created_at=at(data["created_at"]),
+            updated_at=at(data["updated_at"]),
+            suspension_id=optional_str(data.get("suspension_id")),
+            raw=data,
+        )
+
+    @property
+    def run_id(self) -> str:
+        return self.id
+
+    @property
+    def run_revision(self) -> int:
+        return self.revision
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    id: int
+    run_id: str
+    scope: str
+    kind: str
+    actor: str
+    revision: int
+    data: JSON
+    at: datetime
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Event:
+        return cls(
+            id=data["id"],
+            run_id=data["run_id"],
+            scope=data["scope"],
+            kind=data["kind"],
+            actor=data["actor"],
+            revision=data["revision"],
+            data=data["data"],
+            at=at(data["at"]),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingCall:
+    """A tool call waiting on the pause; `arguments` is the JSON text as the model wrote it."""
+
+    id: str
+    name: str
+    arguments: str
+    reply_with: str | None = None
+    arguments_schema: JSON | None = None
+    editable: bool = False
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> PendingCall:
+        return cls(
+            id=data["id"],
+            name=data["name"],
+            arguments=data["arguments"],
+            reply_with=data.get("reply_with"),
+            arguments_schema=data.get("arguments_schema"),
+            editable=bool(data.get("editable", False)),
+            raw=data,
+        )
+
+    def arguments_json(self) -> Any:
+        return json.loads(self.arguments)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suspension:
+    """A pause with its continuation (GET /suspensions/{id}, the answer to a suspend, a fresh start)."""
+
+    id: str
+    run_id: str
+    scope: str
+    reason: str
+    pending: list[PendingCall]
+    continuation: JSON
+    expires_at: datetime | None
+    created_at: datetime
+    correlation_id: str | None
+    run_revision: int | None = None
+    run_state: str | None = None
+    approval: JSON | None = None
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Suspension:
+        return cls(
+            id=data["id"],
+            run_id=data["run_id"],
+            scope=data["scope"],
+            reason=data["reason"],
+            pending=[PendingCall.from_json(c) for c in data["pending"]],
+            continuation=data["continuation"],
+            expires_at=when(data.get("expires_at")),
+            created_at=at(data["created_at"]),
+            correlation_id=data.get("correlation_id"),
+            run_revision=data.get("run_revision"),
+            run_state=data.get("run_state"),
+            approval=data.get("approval"),
+            raw=data,
+        )
+
+    @property
+    def version(self) -> Version:
+        """The claim version of this pause, as it was when read (needs `run_revision`)."""
+        if self.run_revision is None:
+            raise ValueError("this pause was read without its run's revision")
+        return Version(run_id=self.run_id, suspension_id=self.id, run_revision=self.run_revision)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuspensionSummary:
+    """A row of GET /suspensions and GET /approvals: the pause without its continuation."""
+
+    id: str
+    run_id: str
+    scope: str
+    agent_id: str
+    reason: str
+    pending: list[PendingCall]
+    expires_at: datetime | None
+    created_at: datetime
+    run_revision: int
+    run_state: str
+    correlation_id: str | None
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> SuspensionSummary:
+        return cls(
+            id=data["id"],
+            run_id=data["run_id"],
+            scope=data["scope"],
+            agent_id=data["agent_id"],
+            reason=data["reason"],
+            pending=[PendingCall.from_json(c) for c in data["pending"]],
+            expires_at=when(data.get("expires_at")),
+            created_at=at(data["created_at"]),
+            run_revision=data["run_revision"],
+            run_state=data["run_state"],
+            correlation_id=data.get("correlation_id"),
+            raw=data,
+        )
+
+    @property
+    def version(self) -> Version:
+        return Version(run_id=self.run_id, suspension_id=self.id, run_revision=self.run_revision)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page(Generic[T]):
+    """One page of a list; pass `next_cursor` as `cursor=` for the next one (None on the last)."""
+
+    results: list[T]
+    next: str | None
+    previous: str | None
+
+    @property
+    def next_cursor(self) -> str | None:
+        return cursor_of(self.next)
+
+    @property
+    def previous_cursor(self) -> str | None:
+        return cursor_of(self.previous)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+def cursor_of(link: str | None) -> str | None:
+    if not link:
+        return None
+    values = parse_qs(urlsplit(link).query).get("cursor")
+    return values[0] if values else None
