@@ -13,18 +13,6 @@ XSS = "<script>alert(1)</script>"
 
 
 @pytest.fixture
-def alice(db):
-    return member("alice", {"acme": ["approver"]}, is_staff=True)
-
-
-@pytest.fixture
-def as_alice(alice):
-    c = Client()
-    c.force_login(alice)
-    return c
-
-
-@pytest.fixture
 def globex(db, token):
     return client(token("globex", ["engine"], "globex-engine"))
 

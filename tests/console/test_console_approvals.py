@@ -16,18 +16,6 @@ ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 READABLE = re.compile(r"\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}:\d{2} UTC")
 
 
-@pytest.fixture
-def alice(db):
-    return member("alice", {"acme": ["approver"]}, is_staff=True)
-
-
-@pytest.fixture
-def as_alice(alice):
-    c = Client()
-    c.force_login(alice)
-    return c
-
-
 def refund(engine, ttl_seconds=600, agent_id="refund-agent", name="send_refund", arguments='{"amount": 900}'):
     return approval(engine, ttl_seconds=ttl_seconds, agent_id=agent_id, pending=[call(name=name, arguments=arguments)])
 

@@ -6,6 +6,14 @@ from . import samples as v
 from .base import Doc, answer, ex, refusal
 
 STALE = "version_conflict"
+# complete and fail: a body to validate, a run to find, a revision to match.
+FINISH_ERRORS = {
+    400: ("invalid_request",),
+    403: ("forbidden",),
+    404: ("not_found",),
+    409: (STALE, "invalid_state"),
+    413: ("request_too_large",),
+}
 
 OPERATIONS = {
     "register_run": Doc(
@@ -83,26 +91,14 @@ OPERATIONS = {
         summary="Complete a run (T8)",
         description="A `running` run at `revision` completes. After a claim, pass the admission's "
         "`claimed_revision`. The same call again is a 409 (the revision is now stale).",
-        errors={
-            400: ("invalid_request",),
-            403: ("forbidden",),
-            404: ("not_found",),
-            409: (STALE, "invalid_state"),
-            413: ("request_too_large",),
-        },
+        errors=FINISH_ERRORS,
     ),
     "fail_run": Doc(
         tag="runs",
         role="engine",
         summary="Fail a run (T8)",
         description="A `running` run at `revision` fails with `error` (at most 10,000 characters).",
-        errors={
-            400: ("invalid_request",),
-            403: ("forbidden",),
-            404: ("not_found",),
-            409: (STALE, "invalid_state"),
-            413: ("request_too_large",),
-        },
+        errors=FINISH_ERRORS,
     ),
     "cancel_run": Doc(
         tag="runs",
