@@ -16,6 +16,7 @@ TEST_ENV := DJANGO_SECRET_KEY=test-only-secret DJANGO_DEBUG=0 \
 # `make run` empties it before either starts: the previous run's processes are gone.
 # WEBHOOK_ALLOW_PRIVATE: the demo's and the tests' webhook receivers listen on 127.0.0.1 (DESIGN §14).
 RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/var/prometheus WEBHOOK_ALLOW_PRIVATE=1 \
+	CELERY_LOG_LEVEL=$${CELERY_LOG_LEVEL:-WARNING} \
 	EMAIL_BACKEND=$${EMAIL_BACKEND:-django.core.mail.backends.filebased.EmailBackend} \
 	EMAIL_FILE_PATH=$${EMAIL_FILE_PATH:-$(CURDIR)/var/mail} CONSOLE_BASE_URL=$${CONSOLE_BASE_URL:-http://127.0.0.1:$(PORT)}
 

@@ -305,6 +305,9 @@ LOGGING = {
         "django.server": {"handlers": [], "level": "WARNING", "propagate": True},
         # httpx logs each request's full URL at INFO, and a receiver's URL may carry its token.
         "httpx": {"handlers": [], "level": "WARNING", "propagate": True},
+        # Celery's own lines (task received, succeeded, beat sending): `make run` keeps them to warnings
+        # so its terminal shows the service's lines; the service's task logs are under suspensions.*.
+        "celery": {"handlers": [], "level": env.str("CELERY_LOG_LEVEL", default=LOG_LEVEL), "propagate": True},
     },
 }
 
