@@ -18,11 +18,12 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
-from suspensions.admin import ScopedAdmin
+from suspensions.admin.base import ScopedAdmin
 from suspensions.models import (
     Admission,
     ApiToken,
     Approval,
+    ApprovalVote,
     ClosureReceipt,
     DeliveryAttempt,
     Event,
@@ -228,10 +229,25 @@ def build_message(scope: str) -> WebhookMessage:
     return message
 
 
+def build_vote(scope: str) -> ApprovalVote:
+    return stamped(
+        ApprovalVote,
+        scope,
+        suspension_id=uuid.uuid4(),
+        run_id=uuid.uuid4(),
+        voter=f"token:approver-{scope}",
+        voter_key=f"token:approver-{scope}",
+        calls="[]",
+        digest="0" * 64,
+        cast_at=timezone.now(),
+    )
+
+
 BUILDERS: dict[Any, Callable[[str], Any]] = {
     Run: build_run,
     Suspension: build_suspension,
     Approval: build_approval,
+    ApprovalVote: build_vote,
     Admission: build_admission,
     Start: build_start,
     ExpiryReceipt: build_expiry,

@@ -1,0 +1,127 @@
+"""The scoped ModelAdmin every admin of this app derives from, and what they share (see __init__)."""
+
+import uuid
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.exceptions import DisallowedModelAdminLookup
+from django.contrib.auth.models import Group, User
+from django.db import models
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
+
+from .. import scopes
+from ..principals import for_user
+
+# Fingerprints of secrets: never displayed, searched or usable as a list filter.
+SECRET_FIELDS = frozenset({"token_hash", "decision_token_hash", "secret", "previous_secret"})
+
+
+def is_staff(request: HttpRequest) -> bool:
+    return bool(request.user.is_active and request.user.is_staff)
+
+
+def is_superuser(request: HttpRequest) -> bool:
+    return bool(request.user.is_active and request.user.is_staff and request.user.is_superuser)
+
+
+def uuid_columns(model: type[models.Model]) -> list[str]:
+    """The model's UUID columns, foreign keys to a UUID included (`run_id` of a suspension)."""
+    return [
+        f.attname for f in model._meta.concrete_fields if isinstance(getattr(f, "target_field", f), models.UUIDField)
+    ]
+
+
+class ScopedAdmin(admin.ModelAdmin):
+    """The base of every ModelAdmin of this app: scoped reads, no writes unless `superuser_writes` names them."""
+
+    list_per_page = 50
+    show_full_result_count = False  # no COUNT(*) over the whole table on every list page
+    # Which of "add", "change", "delete" a superuser may do here; nobody else writes.
+    superuser_writes: tuple[str, ...] = ()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        if not is_staff(request):
+            return queryset.none()
+        return queryset.filter(for_user(request.user).scope_q())
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_staff(request)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_staff(request)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return "add" in self.superuser_writes and is_superuser(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return "change" in self.superuser_writes and is_superuser(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return "delete" in self.superuser_writes and is_superuser(request)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [f for f in super().get_fields(request, obj) if f not in SECRET_FIELDS]
+
+    def get_search_fields(self, request: HttpRequest) -> Any:
+        return [f for f in super().get_search_fields(request) if f.lstrip("^=@").split("__")[0] not in SECRET_FIELDS]
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        # Django allows any local-field filter in the list URL; on a hash that is an oracle.
+        if lookup.split("__")[0] in SECRET_FIELDS:
+            raise DisallowedModelAdminLookup(f"Filtering on {lookup} is not allowed.")
+        return super().lookup_allowed(lookup, value, request)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        """A full UUID, with or without hyphens, also matches every UUID column of the model exactly.
+
+        Django casts the column to text for an `id__exact` search, and the
+        text differs by database (32 hex digits on SQLite, hyphenated on
+        PostgreSQL): comparing UUID values finds the row on both.
+        """
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        try:
+            value = uuid.UUID(search_term.strip())
+        except ValueError:
+            return results, may_have_duplicates
+        by_id = Q(pk__in=[])
+        for column in uuid_columns(self.model):
+            by_id |= Q(**{column: value})
+        return queryset.filter(by_id | Q(pk__in=results.values("pk"))), False
+
+
+class ReadOnlyAdmin(ScopedAdmin):
+    """Evidence and state: viewable by every active staff user in its scopes; nobody writes here."""
+
+
+def clean_scope(value: str) -> str:
+    if not scopes.is_valid(value):
+        raise forms.ValidationError("A scope is workspace[/project[/team]], each part [a-z0-9][a-z0-9_-]{0,62}.")
+    return value
+
+
+class SuperuserOnlyAdmin:
+    """Users and groups have no scope; a staff user allowed to edit users could make itself a superuser."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_superuser(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_superuser(request)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_superuser(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_superuser(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_superuser(request)
+
+
+admin.site.unregister(User)
+admin.site.unregister(Group)
