@@ -89,25 +89,32 @@ def final_calls(
                 f"call {call_id} is edited twice", errors={"calls": {str(index): {"id": ["Repeated call id."]}}}
             )
         call = by_id[call_id]
-        changed[call_id] = edit["arguments"]
-        if not _same(edit["arguments"], call["arguments"]) and not call.get("editable", False):
+        if _same(edit["arguments"], call["arguments"]):
+            changed[call_id] = call["arguments"]  # the same value: the arguments stay as asked, byte for byte
+            continue
+        if not call.get("editable", False):
             raise NotEditable(f"call {call_id} ({call['name']}) is not editable", call_id=call_id)
+        changed[call_id] = edit["arguments"]
     errors = []
     for call_id, arguments in changed.items():
         schema = by_id[call_id].get("arguments_schema")
-        if schema is not None:
+        # Only an edit is checked: the arguments as asked may be approved as they are (docs/policies.md).
+        if schema is not None and not _same(arguments, by_id[call_id]["arguments"]):
             errors += [{"call_id": call_id, **e} for e in argument_errors(schema, arguments)]
     if errors:
         raise ArgumentsInvalid(f"{len(errors)} error(s) in the edited arguments", errors=errors[:MAX_ERRORS])
     result = []
     for call in pending:
         arguments = changed.get(call["id"], call["arguments"])
+        edited = not _same(arguments, call["arguments"])
         result.append(
             {
                 "id": call["id"],
                 "name": call["name"],
-                "arguments": arguments,
-                "edited": not _same(arguments, call["arguments"]),
+                # An unchanged call keeps the text as asked, byte for byte: a form sends it back
+                # pretty-printed, and two votes must agree whatever spacing each voter sent.
+                "arguments": arguments if edited else call["arguments"],
+                "edited": edited,
                 "original_digest": arguments_digest(call["arguments"]),
             }
         )

@@ -258,6 +258,13 @@ class Revision(Strict):
     revision = StrictInt(min_value=1, help_text="The run's current revision; after a claim, its `claimed_revision`.")
 
 
+class Start(Strict):
+    """A start carries no fields: an empty body or `{}`."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value({} if data is None or data == "" else data)
+
+
 class Fail(Strict):
     revision = StrictInt(min_value=1, help_text="The run's current revision; after a claim, its `claimed_revision`.")
     error = StrictStr(max_length=10000, help_text="Why the run failed; kept as the run's `error`.")

@@ -20,6 +20,10 @@ from .authentication import principal_of
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
 DECISION = PolymorphicProxySerializer("Decision", [shapes.ClaimedOut, shapes.DeniedOut], resource_type_field_name=None)
+# 200 also answers the same approver's vote again while the quorum is not reached (fresh false).
+REPLAYED = PolymorphicProxySerializer(
+    "ReplayedDecision", [shapes.ClaimedOut, shapes.DeniedOut, shapes.VotedOut], resource_type_field_name=None
+)
 # A claim: 201 for the call that did the work, 200 for the identical call again.
 CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
 
@@ -172,7 +176,7 @@ class ApprovalList(SuspensionList):
 
 class Decide(APIView):
     @extend_schema(
-        **docs.operation("decide_approval", request=s.Decide, ok={200: DECISION, 201: DECISION, 202: shapes.VotedOut})
+        **docs.operation("decide_approval", request=s.Decide, ok={200: REPLAYED, 201: DECISION, 202: shapes.VotedOut})
     )
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Decide, request)
@@ -188,8 +192,8 @@ class Decide(APIView):
         if isinstance(decision, services.Denied):
             return created(presenters.denied_body(decision), decision.fresh)
         if isinstance(decision, services.Voted):
-            # Short of the quorum: accepted, the run still waits (a replay of the same vote is 202 too).
-            return Response(presenters.voted_body(decision), status=202)
+            # Short of the quorum: accepted, the run still waits; the same vote again is a replay (200).
+            return Response(presenters.voted_body(decision), status=202 if decision.fresh else 200)
         return created(presenters.claimed_body(decision), decision.fresh)
 
 
@@ -268,5 +272,6 @@ class AdmissionList(generics.ListAPIView):
 class StartAdmission(APIView):
     @extend_schema(**docs.operation("start_admission", ok={201: shapes.ClaimedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
+        validated(s.Start, request)  # no fields: an empty body or {}; anything else is refused before the start
         claimed = services.start_admission(principal=principal_of(request), admission_id=pk)
         return created(presenters.claimed_body(claimed), True)

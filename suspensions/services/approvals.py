@@ -20,11 +20,12 @@ from uuid import UUID
 
 from django.db import transaction
 
-from .. import digests, policies
+from .. import digests, policies, selectors
 from ..exceptions import (
     InvalidRequest,
     NotSuspended,
     SeparationOfDuties,
+    VersionConflict,
     VoteMismatch,
 )
 from ..models import (
@@ -299,14 +300,32 @@ def decide(
     calls: list[dict[str, Any]] | None = None,
 ) -> Decision:
     """The approver's decision, for the API and the console alike: approve (a vote), respond, or deny."""
-    if decision == "approve":
-        return approve(principal=principal, suspension_id=suspension_id, version=version, note=reason, edits=calls)
-    if decision == "respond":
-        return respond(principal=principal, suspension_id=suspension_id, version=version, response=response)
-    if decision == "deny":
-        if not reason.strip():
-            raise InvalidRequest("a denial needs a reason", errors={"reason": ["A denial needs a reason."]})
-        return deny_approval(principal=principal, suspension_id=suspension_id, version=version, reason=reason)
+    try:
+        if decision == "approve":
+            return approve(principal=principal, suspension_id=suspension_id, version=version, note=reason, edits=calls)
+        if decision == "respond":
+            return respond(principal=principal, suspension_id=suspension_id, version=version, response=response)
+        if decision == "deny":
+            if not reason.strip():
+                raise InvalidRequest("a denial needs a reason", errors={"reason": ["A denial needs a reason."]})
+            return deny_approval(principal=principal, suspension_id=suspension_id, version=version, reason=reason)
+    except (NotSuspended, VersionConflict):
+        _check_run_of(principal, version)
+        raise
     raise InvalidRequest(
         "decision must be approve, deny or respond", errors={"decision": ["Must be approve, deny or respond."]}
     )
+
+
+def _check_run_of(principal: Principal, version: Version) -> None:
+    """A version naming another run than its approval's is the caller's mistake (400), not a lost race (409).
+
+    Asked only after a refusal, so a decision that goes through pays nothing for it; only
+    approvals the principal may see are looked at, so it tells nothing of other scopes.
+    """
+    records = selectors.approval_records(principal).filter(pk=version.suspension_id)
+    run_id = records.values_list("run_id", flat=True).first()
+    if run_id is not None and str(run_id) != str(version.run_id):
+        raise InvalidRequest(
+            "version.run_id is not the run of this approval", errors={"version": {"run_id": ["Mismatch."]}}
+        )

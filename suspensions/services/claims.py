@@ -246,6 +246,8 @@ def earlier_claim(run: Run, live: Suspension | None, version: Version) -> Admiss
     if existing is not None:
         return existing
     if run.state == RunState.PAUSED:
+        if live is not None and live.id == version.suspension_id:
+            raise VersionConflict(f"run {run.id} is at revision {run.revision}, not {version.run_revision}")
         raise VersionConflict(f"run {run.id} is at revision {run.revision} on another pause")
     # The loser of a race: the pause is gone and nothing it could replay exists.
     raise NotSuspended(f"run {run.id} is {run.state}, not paused on {version.suspension_id}")

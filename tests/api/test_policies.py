@@ -94,7 +94,10 @@ def test_a_call_that_is_not_editable_refuses_changed_arguments_but_accepts_them_
     assert body["call_id"] == "c1"
     same = decide(approvers["alice"], s, calls=[{"id": "c1", "arguments": '{ "vpc" : "prod" }'}])
     assert same.status_code == 201, same.content
-    assert admitted_input(s)["calls"][0]["edited"] is False
+    # The same value is no edit: the arguments stay byte for byte as asked, and match their digest.
+    decided = admitted_input(s)["calls"][0]
+    assert (decided["edited"], decided["arguments"]) == (False, '{"vpc": "prod"}')
+    assert decided["original_digest"] == hashlib.sha256(b'{"vpc": "prod"}').hexdigest()
 
 
 def test_an_edit_naming_an_unknown_or_repeated_call_is_400(engine, approvers):
@@ -146,7 +149,7 @@ def test_quorum_two_needs_two_distinct_approvers_and_the_second_vote_admits(engi
     assert (run.state, run.revision) == ("paused", s["run_revision"])
     # The same approver's identical vote again is a replay; it does not count twice.
     again = decide(approvers["alice"], s, reason="ok")
-    assert (again.status_code, again.json()["votes"], again.json()["fresh"]) == (202, 1, False)
+    assert (again.status_code, again.json()["votes"], again.json()["fresh"]) == (200, 1, False)
     refused(lambda: decide(approvers["alice"], s, reason="changed"), 409, "vote_mismatch")
     second = decide(approvers["bob"], s, reason="agreed")
     assert second.status_code == 201, second.content
@@ -246,3 +249,24 @@ def test_the_policy_is_kept_on_the_approval_record(engine):
     row = Approval.objects.get(suspension_id=s["id"])
     assert (row.quorum, row.exclude_requester, row.on_expiry, row.extend_seconds) == (3, False, "escalate", 600)
     assert row.policy["on_expiry"] == {"escalate": {"extend_seconds": 600}}
+
+
+def test_a_vote_resending_the_asked_arguments_with_other_spacing_agrees_with_a_plain_vote(engine, approvers):
+    s = paused(engine, pending=[call("c1", "delete_vpc", '{"vpc": "prod"}')], approval={"quorum": 2})
+    assert decide(approvers["alice"], s).status_code == 202
+    second = decide(approvers["bob"], s, calls=[{"id": "c1", "arguments": '{"vpc":"prod"}'}])
+    assert second.status_code == 201, second.content
+
+
+def test_a_version_naming_another_run_is_400_not_a_conflict(engine, approvers):
+    s = paused(engine)
+    other = register(engine)
+    wrong = {**version(s), "run_id": other["id"]}
+    for body in (
+        {"decision": "approve"},
+        {"decision": "deny", "reason": "no"},
+        {"decision": "respond", "response": "x"},
+    ):
+        response = post(approvers["alice"], f"/api/v1/approvals/{s['id']}/decide", {"version": wrong, **body})
+        assert response.status_code == 400, response.content
+        assert response.json()["errors"] == {"version": {"run_id": ["Mismatch."]}}

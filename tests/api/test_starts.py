@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from suspensions.models import Admission, Event, Run, Suspension
-from tests.helpers import call, client, continuation, pause, post, refused, version
+from tests.helpers import call, client, continuation, pause, post, refused, snapshot, version
 
 
 @pytest.fixture
@@ -219,3 +219,25 @@ def test_the_history_never_shows_an_input(engine, bus):
     rows = engine.get(f"/api/v1/runs/{s['run_id']}/admissions").json()["results"]
     latest = engine.get(f"/api/v1/runs/{s['run_id']}/admissions/latest").json()
     assert "pineapple" not in json.dumps([rows, latest])
+
+
+@pytest.mark.parametrize(
+    "body, content_type",
+    [
+        ('{"x": 1}', "application/json"),
+        ("not json", "application/json"),
+        ("[]", "application/json"),
+        ("x=1", "application/x-www-form-urlencoded"),
+    ],
+)
+def test_a_start_with_a_body_other_than_nothing_or_an_empty_object_is_refused_and_starts_nothing(
+    engine, approver, body, content_type
+):
+    s = pause(engine, reason="approval")
+    decided = post(approver, f"/api/v1/approvals/{s['id']}/decide", {"version": version(s), "decision": "approve"})
+    admission_id = decided.json()["admission"]["id"]
+    before = snapshot()
+    response = engine.post(f"/api/v1/admissions/{admission_id}/start", data=body, content_type=content_type)
+    assert response.status_code == 400, response.content
+    assert snapshot() == before
+    assert engine.post(f"/api/v1/admissions/{admission_id}/start").status_code == 201
