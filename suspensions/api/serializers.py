@@ -259,10 +259,7 @@ class Revision(Strict):
 
 
 class Start(Strict):
-    """A start carries no fields: an empty body or `{}`."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        return super().to_internal_value({} if data is None or data == "" else data)
+    """A start carries no fields: no body, `null` or `{}`."""
 
 
 class Fail(Strict):

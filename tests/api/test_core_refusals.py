@@ -9,7 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from suspensions.models import ApiToken, Run, Suspension
-from tests.helpers import call, client, continuation, pause, post, refused, register, resume, version
+from tests.helpers import call, client, continuation, pause, post, problem, refused, register, resume, version
 
 
 def suspend_body(**overrides):
@@ -413,3 +413,18 @@ def test_results_that_do_not_match_the_pending_calls_one_to_one_are_refused(engi
     s = pause(engine, pending=[call("c1"), call("c2", name="lookup")])
     refused(lambda: resume(engine, s, copy.deepcopy(results)), 422, "results_mismatch")
     assert resume(engine, s, [{"call_id": "c2", "content": 2}, {"call_id": "c1", "content": 1}]).status_code == 201
+
+
+@pytest.mark.parametrize(
+    "path, query",
+    [
+        ("/api/v1/admissions", {"run_id": "01a22e4f-5e9f-71ea-966d-27b48316a991"}),
+        ("/api/v1/runs", {"status": "paused"}),
+        ("/api/v1/suspensions", {"tools": "send_refund"}),
+        ("/api/v1/approvals", {"page": "2"}),
+    ],
+)
+def test_a_list_refuses_a_query_parameter_it_does_not_know_instead_of_answering_every_row(db, token, path, query):
+    c = client(token("acme", ["engine", "approver", "auditor"], "reader"))
+    body = problem(c.get(path, query), 400, "invalid_request")
+    assert list(body["errors"]) == list(query)
