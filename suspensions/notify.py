@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.utils.html import format_html, format_html_join
 
-from . import selectors
+from . import scopes, selectors
 from .models import Approval, ApprovalStatus
 
 log = logging.getLogger(__name__)
@@ -86,9 +86,7 @@ def send_approval_mail(approval: Approval, *, kind: str = "request") -> int:
     An escalation goes to the approvers covering the parent scope (a top-level
     scope has none: its own approvers). A backend failure is logged, not raised (0 sent).
     """
-    scope = approval.scope
-    if kind == "escalation" and "/" in scope:
-        scope = scope.rsplit("/", 1)[0]
+    scope = scopes.parent(approval.scope) if kind == "escalation" else approval.scope
     recipients = list(selectors.approvers_covering(scope).values_list("email", flat=True))
     if not recipients:
         return 0

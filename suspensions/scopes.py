@@ -31,3 +31,8 @@ def levels(scope: str) -> dict[str, str]:
 def covers(holder: str, scope: str) -> bool:
     """True when a principal holding `holder` may see rows stamped `scope`."""
     return scope == holder or scope.startswith(holder + "/")
+
+
+def parent(scope: str) -> str:
+    """The scope one level up (`acme/support` -> `acme`); a top-level scope is its own (DESIGN §15 escalation)."""
+    return scope.rsplit("/", 1)[0] if "/" in scope else scope

@@ -10,6 +10,7 @@ from .models import (
     AdmissionSource,
     AdmissionState,
     Approval,
+    ApprovalVote,
     ClosureReceipt,
     DeliveryAttempt,
     Event,
@@ -100,6 +101,13 @@ def approval_records(principal: Principal) -> QuerySet[Approval]:
     after the pause is gone: an auditor always sees what was decided.
     """
     return Approval.objects.filter(principal.scope_q("approver", "auditor"))
+
+
+def approval_votes(principal: Principal, suspension_id: Any) -> QuerySet[ApprovalVote]:
+    """The votes on one approval, first vote first, where the principal approves or audits (as approval_records)."""
+    return ApprovalVote.objects.filter(principal.scope_q("approver", "auditor"), suspension_id=suspension_id).order_by(
+        "cast_at", "id"
+    )
 
 
 def expiries(principal: Principal) -> QuerySet[ExpiryReceipt]:

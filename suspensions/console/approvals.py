@@ -4,6 +4,9 @@ The inbox's filters travel with the approver: from the inbox to an approval, int
 the decision form, and on to the next approval of the same filter once decided.
 A decision whose session ended on the way is never lost silently: nothing is
 decided, and the approver comes back to the approval with the unsent reason.
+An approval's policy (DESIGN §15) shows on the same page (console/policy.py): a vote
+short of its quorum comes back to the approval, and edited arguments the call's
+schema refuses come back next to their field, as typed, with nothing decided.
 """
 
 from typing import Any
@@ -20,13 +23,14 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import selectors, services, timefmt
 from ..approval_reads import find_approval
-from ..exceptions import Forbidden, NotFound, ServiceError
+from ..exceptions import ArgumentsInvalid, Forbidden, NotFound, SeparationOfDuties, ServiceError
 from ..filters import InboxFilter
-from ..models import ApprovalStatus, Role
+from ..models import Approval, ApprovalStatus, ApprovalVote, Role
 from ..principals import Principal, principal_of
-from . import paging, present, queries
+from ..services.approvals import check_duties
+from . import paging, policy, present, queries
 from .access import staff_required
-from .forms import AGE_CHOICES, EXPIRING_CHOICES, MAX_TEXT, DecisionForm
+from .forms import AGE_CHOICES, EXPIRING_CHOICES, MAX_RESPONSE, MAX_TEXT, DecisionForm
 
 # What an approver reads when their decision did not go through (the service's code -> a sentence).
 LOST = {
@@ -40,6 +44,10 @@ LOST = {
     "wrong_gate": "This approval belongs to a flow wait and is answered through its flow, not here.",
     "input_too_large": "The note is too long.",
     "invalid_request": "The decision form was incomplete; reload the page and try again.",
+    "separation_of_duties": "You asked for this approval, so you cannot decide it: another approver must.",
+    "vote_mismatch": "Your vote differs from the first vote's edits: approve exactly the same arguments or deny.",
+    "not_editable": "That call's arguments may not be changed: approve it as asked, answer in words, or deny.",
+    "arguments_invalid": "The edited arguments do not match the call's schema; nothing was decided.",
 }
 
 INBOX_FILTERS = ("agent_id", "tool", "scope", "older_than", "expiring_within")
@@ -95,24 +103,41 @@ def inbox(request: HttpRequest) -> HttpResponse:
 @require_GET
 @staff_required
 def approval(request: HttpRequest, pk: UUID) -> HttpResponse:
-    principal, now = principal_of(request), timezone.now()
+    context = page_context(request, principal_of(request), pk, inbox_query(request.GET))
+    return render(request, "console/approval.html", context)
+
+
+def page_context(
+    request: HttpRequest, principal: Principal, pk: UUID, filters: str, kept: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The approval page; `kept` is an approve the page refused: the texts typed, the errors by call, the note."""
+    now = timezone.now()
     try:
         body = find_approval(principal, pk)
     except (Forbidden, NotFound) as exc:
         raise Http404("approval not found") from exc
     susp = selectors.suspensions(principal).filter(pk=pk).first()
+    votes = list(selectors.approval_votes(principal, pk))
+    own = policy.own_vote(votes, principal.person)
+    # What was asked and how it was decided, from the kept record: it outlives the pause.
+    shown = present.approval(body)
     context: dict[str, Any] = {
         "nav": "inbox",
-        # What was asked and how it was decided, from the kept record: it outlives the pause.
-        "approval": present.approval(body),
+        "approval": shown,
+        "policy": policy.words(shown, own),
+        "final_calls": policy.final_rows(shown),
         "timeline": queries.timeline(principal, body["run_id"]),
         "pause": pause_context(susp, now) if susp is not None else None,
-        "filter_query": inbox_query(request.GET),
+        "filter_query": filters,
         "unsent": pop_unsent(request, pk),
     }
     if susp is not None and body["version"] is not None:
-        context["decision"] = decision_context(principal, susp, body["version"], now)
-    return render(request, "console/approval.html", context)
+        record = queries.visible_approvals(principal).filter(pk=pk).first()
+        context["decision"] = {
+            **decision_context(principal, susp, body["version"], now),
+            **policy_context(principal, record, shown, votes, own, kept, context["unsent"]),
+        }
+    return context
 
 
 def pause_context(susp: Any, now: Any) -> dict[str, Any]:
@@ -141,6 +166,43 @@ def decision_context(principal: Principal, susp: Any, version: dict[str, Any], n
     }
 
 
+def policy_context(
+    principal: Principal,
+    record: Approval | None,
+    shown: dict[str, Any],
+    votes: list[ApprovalVote],
+    own: ApprovalVote | None,
+    kept: dict[str, Any] | None,
+    unsent: dict[str, str] | None,
+) -> dict[str, Any]:
+    """The policy's part of the decision panel: whether this person may decide, their vote, the edit fields."""
+    if kept is not None:
+        note = kept["reason"]
+    elif unsent is not None and unsent.get("decision") == "approve":
+        note = unsent.get("reason", "")
+    else:
+        # Their own vote's note again: submitting the same vote is a replay, not a mismatch.
+        note = own.note if own is not None else ""
+    fields = policy.edit_fields(shown, votes, kept and kept["texts"], kept and kept["errors"])
+    return {
+        "excluded": record is not None and excluded(principal, record),
+        "mine": policy.vote_summary(own),
+        "fields": fields,
+        "refused": sum(1 for f in fields if f["errors"]),
+        "note": note,
+        "vote_number": len(votes) if own is not None else len(votes) + 1,
+    }
+
+
+def excluded(principal: Principal, record: Approval) -> bool:
+    """Separation of duties, asked of the service's own rule, so the page and the decision always agree."""
+    try:
+        check_duties(principal, record)
+    except SeparationOfDuties:
+        return True
+    return False
+
+
 def pop_unsent(request: HttpRequest, pk: UUID) -> dict[str, str] | None:
     kept = request.session.get(UNSENT)
     if not isinstance(kept, dict) or kept.get("approval") != str(pk):
@@ -165,7 +227,10 @@ def decide(request: HttpRequest, pk: UUID) -> HttpResponse:
         return redirect(page)
     if not request.user.is_authenticated:
         decision = request.POST.get("decision", "")
-        reason = request.POST.get("reason", "")[:MAX_TEXT]
+        if decision == "respond":
+            reason = request.POST.get("response", "")[:MAX_RESPONSE]
+        else:
+            reason = request.POST.get("reason", "")[:MAX_TEXT]
         request.session[UNSENT] = {"approval": str(pk), "decision": decision, "reason": reason}
         return redirect_to_login(page)
     return _decide(request, pk, filters, page)
@@ -185,12 +250,27 @@ def _decide(request: HttpRequest, pk: UUID, filters: str, page: str) -> HttpResp
     if version.suspension_id != record.suspension_id or version.run_id != record.run_id:
         messages.error(request, "This form does not belong to this approval; reload the page.")
         return redirect(page)
+    data = form.cleaned_data
+    calls: list[dict[str, str]] | None = None
+    texts: dict[str, str] = {}
+    if data["decision"] == "approve":
+        calls, texts, errors = policy.edited_calls(record.pending, request.POST)
+        if errors:
+            return refused_edit(request, principal, pk, filters, {"texts": texts, "errors": errors, **data})
     # Where this approval stood in the inbox, read before a deny deletes the pause.
     deadline = selectors.suspensions(principal).filter(pk=pk).values_list("deadline", flat=True).first()
     try:
-        text = apply_decision(principal, pk, version, form.cleaned_data)
+        decision = apply_decision(principal, pk, version, data, calls)
+    except ArgumentsInvalid as exc:
+        errors = policy.errors_by_call(exc.extra.get("errors"))
+        return refused_edit(request, principal, pk, filters, {"texts": texts, "errors": errors, **data})
     except ServiceError as exc:
         messages.error(request, lost_message(principal, pk, exc))
+        return redirect(page)
+    text = outcome(decision, data["decision"], record.quorum)
+    if isinstance(decision, services.Voted):
+        # Short of the quorum: the approval still waits, and the approver sees their vote on it.
+        messages.success(request, text)
         return redirect(page)
     following = next_approval(principal, QueryDict(filters), pk, deadline)
     if following is None:
@@ -200,22 +280,63 @@ def _decide(request: HttpRequest, pk: UUID, filters: str, page: str) -> HttpResp
     return redirect(with_query(reverse("console:approval", args=[following]), filters))
 
 
-def apply_decision(principal: Principal, pk: UUID, version: services.Version, data: dict[str, Any]) -> str:
+def refused_edit(
+    request: HttpRequest, principal: Principal, pk: UUID, filters: str, kept: dict[str, Any]
+) -> HttpResponse:
+    """The page again, nothing decided: each refused call's errors next to its field, every text as typed."""
+    return render(request, "console/approval.html", page_context(request, principal, pk, filters, kept))
+
+
+def apply_decision(
+    principal: Principal,
+    pk: UUID,
+    version: services.Version,
+    data: dict[str, Any],
+    calls: list[dict[str, str]] | None,
+) -> services.Decision:
     """The same service as the API's decide endpoint; the approver is the principal, never a form field."""
-    decision = services.decide(
-        principal=principal, suspension_id=pk, version=version, decision=data["decision"], reason=data["reason"]
+    return services.decide(
+        principal=principal,
+        suspension_id=pk,
+        version=version,
+        decision=data["decision"],
+        reason=data["reason"],
+        response=data["response"],
+        calls=calls or None,
     )
+
+
+def outcome(decision: services.Decision, kind: str, quorum: int) -> str:
+    """What the approver reads after their decision went through (or replayed)."""
     if isinstance(decision, services.Denied):
         if not decision.fresh:
             return "You had already denied this; nothing changed."
         return f"Denied. The run failed with “rejected: {decision.reason}”."
+    if isinstance(decision, services.Voted):
+        left = decision.quorum - decision.votes
+        waits = "another approver" if left == 1 else f"{left} more approvers"
+        if not decision.fresh:
+            return (
+                f"You had already voted to approve this: your vote counts once and nothing changed "
+                f"({decision.votes} of {decision.quorum}). The run waits for {waits}."
+            )
+        return f"Your vote is recorded: {decision.votes} of {decision.quorum}. The run waits for {waits}."
+    if kind == "respond":
+        if not decision.fresh:
+            return "You had already answered this in words; nothing changed."
+        return (
+            f"Answered in words. The run is running at revision {decision.run.revision} and resumes with your answer."
+        )
     if not decision.fresh:
         return "You had already approved this; nothing changed."
-    return f"Approved. The run is running at revision {decision.run.revision} and waits for its engine."
+    reached = f" Yours was vote {quorum} of {quorum}." if quorum > 1 else ""
+    return f"Approved.{reached} The run is running at revision {decision.run.revision} and waits for its engine."
 
 
 def lost_message(principal: Principal, pk: UUID, exc: ServiceError) -> str:
     """Why the decision did not go through; "you already decided" when the record names this approver."""
+    if exc.code == "vote_mismatch" and "first_voter" not in exc.extra:
+        return "You already voted on this approval, with other arguments or another note: your first vote stands."
     if exc.code in ("not_suspended", "admission_conflict"):
         record = queries.visible_approvals(principal).filter(pk=pk).first()
         if record is not None and record.status != ApprovalStatus.PENDING and record.decided_by == principal.name:

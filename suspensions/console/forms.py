@@ -18,21 +18,31 @@ EXPIRING_CHOICES = [
 ]
 
 MAX_TEXT = 4000
+# An answer in words and a call's edited arguments may be longer than a note.
+MAX_RESPONSE = 20_000
+MAX_ARGUMENTS = 100_000
 
 
 class DecisionForm(forms.Form):
-    """Approve (note optional) or deny (reason required) the pause named by the hidden version."""
+    """Approve (note optional), respond (words required) or deny (reason required) the pause of the hidden version.
+
+    An approve's edited arguments are not fields here: they are named after the calls
+    (`arguments:<call id>`) and read by `policy.edited_calls`.
+    """
 
     run_id = forms.UUIDField(widget=forms.HiddenInput)
     suspension_id = forms.UUIDField(widget=forms.HiddenInput)
     run_revision = forms.IntegerField(min_value=1, max_value=2**63 - 1, widget=forms.HiddenInput)
-    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("deny", "Deny")])
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("deny", "Deny"), ("respond", "Respond")])
     reason = forms.CharField(required=False, max_length=MAX_TEXT, strip=True)
+    response = forms.CharField(required=False, max_length=MAX_RESPONSE, strip=True)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("decision") == "deny" and not data.get("reason"):
             self.add_error("reason", "A denial needs a reason.")
+        if data.get("decision") == "respond" and not data.get("response"):
+            self.add_error("response", "An answer in words needs words.")
         return data
 
     def version(self) -> services.Version:
