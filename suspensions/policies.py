@@ -121,6 +121,11 @@ def final_calls(
     return result
 
 
+def calls_value(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """What a vote approves, as values: each call's id and parsed arguments (spacing and key order do not count)."""
+    return [{"id": c["id"], "arguments": json.loads(c["arguments"])} for c in calls]
+
+
 def parse_policy(raw: Mapping[str, Any] | None) -> dict[str, Any]:
     """The Approval columns of a validated `approval` policy; no policy behaves as DESIGN §4."""
     if raw is None:

@@ -113,8 +113,9 @@ def check_duties(principal: Principal, record: Approval) -> None:
         raise SeparationOfDuties(f"{principal.name} asked for this approval and may not decide it")
 
 
-def _vote_digest(calls_text: str, note: str) -> str:
-    return hashlib.sha256(digests.canonical({"calls": json.loads(calls_text), "note": note})).hexdigest()
+def _vote_digest(calls: list[dict[str, Any]], note: str) -> str:
+    """Over what the vote approves as values, and its note: the same vote re-indented is the same vote."""
+    return hashlib.sha256(digests.canonical({"calls": policies.calls_value(calls), "note": note})).hexdigest()
 
 
 def _approval_input(calls: list[dict[str, Any]], note: str, approvers: Sequence[str]) -> str:
@@ -168,14 +169,13 @@ def approve(
             record = Approval.objects.filter(pk=version.suspension_id, run_id=run.id).first()
             calls = policies.final_calls(json.loads(record.pending), edits) if record is not None else []
             return _replay_vote(  # type: ignore[no-any-return]
-                principal, run, live, version, _vote_digest(digests.canonical(calls).decode(), note)
+                principal, run, live, version, _vote_digest(calls, note)
             )
         check_deadline(live, now)
         record = _record(run, version)
         check_duties(principal, record)
         calls = policies.final_calls(json.loads(live.pending), edits)
-        calls_text = digests.canonical(calls).decode()
-        digest = _vote_digest(calls_text, note)
+        digest = _vote_digest(calls, note)
         votes = list(ApprovalVote.objects.filter(suspension_id=live.id).order_by("cast_at", "id"))
         mine = next((v for v in votes if v.voter_key == principal.person), None)
         if mine is not None:
@@ -184,8 +184,14 @@ def approve(
             return Voted(
                 run=run, suspension_id=live.id, quorum=record.quorum, voters=[v.voter for v in votes], fresh=False
             )
-        if votes and votes[0].calls != calls_text:
-            raise VoteMismatch("a vote must approve exactly the calls of the first vote", first_voter=votes[0].voter)
+        if votes:
+            first = json.loads(votes[0].calls)
+            if policies.calls_value(first) != policies.calls_value(calls):
+                raise VoteMismatch(
+                    "a vote must approve exactly the calls of the first vote", first_voter=votes[0].voter
+                )
+            calls = first  # the same values: the first vote's text is the one admitted
+        calls_text = digests.canonical(calls).decode()
         vote = ApprovalVote(
             suspension_id=live.id,
             run_id=run.id,

@@ -270,3 +270,15 @@ def test_a_version_naming_another_run_is_400_not_a_conflict(engine, approvers):
         response = post(approvers["alice"], f"/api/v1/approvals/{s['id']}/decide", {"version": wrong, **body})
         assert response.status_code == 400, response.content
         assert response.json()["errors"] == {"version": {"run_id": ["Mismatch."]}}
+
+
+def test_a_later_vote_with_the_first_votes_edit_re_indented_agrees_and_the_first_text_is_admitted(engine, approvers):
+    s = paused(engine, approval={"quorum": 2})
+    edited = '{"amount": 100, "currency": "EUR"}'
+    assert decide(approvers["alice"], s, calls=[{"id": "c1", "arguments": edited}]).status_code == 202
+    again = decide(approvers["alice"], s, calls=[{"id": "c1", "arguments": '{"currency":"EUR","amount":100}'}])
+    assert (again.status_code, again.json()["fresh"]) == (200, False)
+    indented = '{\n  "currency": "EUR",\n  "amount": 100\n}'
+    second = decide(approvers["bob"], s, calls=[{"id": "c1", "arguments": indented}])
+    assert second.status_code == 201, second.content
+    assert admitted_input(s)["calls"][0]["arguments"] == edited
