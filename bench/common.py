@@ -408,7 +408,9 @@ class Gunicorn:
         env: dict[str, str] | None = None,
         app: str = "suspensions_project.wsgi",
         quiet: bool = False,
+        root: Path = ROOT,
     ):
+        """`root`: the checkout to serve (another one compares two versions of the code side by side)."""
         self.port = free_port()
         environment = {
             **os.environ,
@@ -421,7 +423,7 @@ class Gunicorn:
         }
         self.process = subprocess.Popen(
             [
-                str(ROOT / ".venv" / "bin" / "gunicorn"),
+                str(root / ".venv" / "bin" / "gunicorn"),
                 app,
                 "--worker-class",
                 "gthread",
@@ -436,7 +438,7 @@ class Gunicorn:
                 "--log-level",
                 "warning",
             ],
-            cwd=ROOT,
+            cwd=root,
             env=environment,
             # Tests that stop the database on purpose silence the pool's reconnect warnings.
             stderr=subprocess.DEVNULL if quiet else None,

@@ -1,7 +1,8 @@
 """`make bench`: install bench/requirements.txt, then run every bench module, each in its own process.
 
 Modules run in this order (the inbox last: it loads a million rows), then any
-other bench/*.py script (bench/sweep.py runs whenever it is present).
+other bench/*.py script (bench/sweep.py runs whenever it is present) except the
+soak, which runs only when named.
 Each writes bench/results/latest/<module>.json and .md; its output also goes
 to <module>.log there. Extra arguments for one module go in the environment,
 e.g. BENCH_ARGS_contention="--pauses 200".
@@ -18,14 +19,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ORDER = ["resume", "versus_langgraph", "contention", "replays", "sweep", "push", "inbox"]
-HELPERS = {"common", "run_all", "private_pg"}
+ORDER = ["resume", "versus_langgraph", "cpu", "contention", "replays", "sweep", "push", "inbox"]
+HELPERS = {"common", "run_all", "private_pg", "soak_chart", "soak_checks", "soak_report", "soak_watch", "floor_app"}
+# Run only when named: the soak holds the machine for its --minutes (docs/benchmarks.md, "Running them").
+ON_DEMAND = {"soak"}
 
 
 def modules(selected: list[str]) -> list[str]:
     present = sorted(p.stem for p in HERE.glob("*.py") if p.stem not in HELPERS)
     ordered = [m for m in ORDER if m in present] + [m for m in present if m not in ORDER]
-    return [m for m in ordered if not selected or m in selected]
+    return [m for m in ordered if m in selected] if selected else [m for m in ordered if m not in ON_DEMAND]
 
 
 def install() -> None:

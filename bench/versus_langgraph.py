@@ -207,7 +207,16 @@ def capture_cycle() -> Any:
     version = services.Version(run_id=run.id, suspension_id=suspension.id, run_revision=2)
     approve, claimed = capture(lambda: services.approve(principal=who, suspension_id=suspension.id, version=version))
     start, started = capture(lambda: services.start_admission(principal=who, admission_id=claimed.admission.id))
-    old = {"run": run.id, "suspension": suspension.id, "admission": claimed.admission.id, "start": started.start.id}
+    from suspensions.models import ApprovalVote
+
+    vote = ApprovalVote.objects.get(suspension_id=suspension.id)  # the approve is a vote: its row has an id too
+    old = {
+        "run": run.id,
+        "suspension": suspension.id,
+        "admission": claimed.admission.id,
+        "start": started.start.id,
+        "vote": vote.id,
+    }
     return Replay({"register": register, "suspend": suspend, "approve": approve, "start": start}, old)
 
 

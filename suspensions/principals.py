@@ -52,15 +52,13 @@ class Principal:
         return q
 
 
-def for_token(token: object) -> Principal:
-    from .models import ApiToken
-
-    assert isinstance(token, ApiToken)
+def for_token(token: Any) -> Principal:
+    """A token's principal: an ApiToken, or the tokens.LiveToken authentication reads (the same columns)."""
     return Principal(
         name=f"token:{token.name}",
-        grants=((token.scope, token.role_set),),
+        grants=((token.scope, frozenset(r for r in token.roles.split(",") if r)),),
         token_id=str(token.id),
-        user_id=token.user_id,  # type: ignore[attr-defined]
+        user_id=token.user_id,
     )
 
 

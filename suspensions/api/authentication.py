@@ -3,15 +3,13 @@
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Q
-from django.db.models.functions import Now
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from ..models import ApiToken
 from ..principals import Principal, for_token, has_staff_access, principal_of  # noqa: F401 (re-exported)
-from ..tokens import hash_token
+from ..tokens import LiveToken, hash_token, live_token
 from .errors import BEARER_CHALLENGE
 
 # last_used_at is a hint for humans; writing it on every request would turn
@@ -29,7 +27,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     keyword = "Bearer"
 
-    def authenticate(self, request: Request) -> tuple[Principal, ApiToken] | None:
+    def authenticate(self, request: Request) -> tuple[Principal, LiveToken] | None:
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != b"bearer":
             return None
@@ -39,10 +37,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             secret = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("The token is not valid.") from None
-        # The database clock decides expiry, in the same query; one message for
-        # unknown, revoked and expired, so a probe learns nothing about a secret.
-        live = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
-        token = ApiToken.objects.filter(live, token_hash=hash_token(secret), revoked=False).first()
+        # Read on every request, so a revocation counts from the next one; the database
+        # clock decides expiry, in the same statement. One message for unknown, revoked
+        # and expired, so a probe learns nothing about a secret.
+        token = live_token(hash_token(secret))
         if token is None:
             raise exceptions.AuthenticationFailed("The token is not valid, was revoked or has expired.")
         now = timezone.now()

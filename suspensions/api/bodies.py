@@ -269,7 +269,7 @@ def decide(data: Any) -> dict[str, Any]:
     _ok(decision != "deny" or out.get("reason", "").strip() != "")
     _ok(decision != "respond" or out.get("response", "").strip() != "")
     _ok(decision == "respond" or "response" not in out)
-    pass
+    _ok(decision == "approve" or "calls" not in out)
     return out
 
 

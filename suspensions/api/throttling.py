@@ -6,7 +6,7 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from ..models import ApiToken
+from ..tokens import LiveToken
 
 
 class TokenRateThrottle(SimpleRateThrottle):
@@ -22,7 +22,7 @@ class TokenRateThrottle(SimpleRateThrottle):
         return getattr(settings, "API_THROTTLE_RATE", None) or None
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
-        if isinstance(request.auth, ApiToken):
+        if isinstance(request.auth, LiveToken):
             ident = f"token:{request.auth.pk}"
         elif request.user is not None and getattr(request.user, "pk", None) is not None:
             ident = f"user:{request.user.pk}"

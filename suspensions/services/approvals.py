@@ -40,6 +40,7 @@ from ..models import (
 from ..models import Run as RunModel
 from ..observability import metrics
 from ..principals import Principal
+from . import claims_sql
 from .claims import (
     Claimed,
     Version,
@@ -95,7 +96,7 @@ def _check_version(suspension_id: UUID | str, version: Version) -> None:
 
 def _record(run: RunModel, version: Version) -> Approval:
     """The approval record of the pause the version names (read under the run lock)."""
-    record = Approval.objects.filter(pk=version.suspension_id, run_id=run.id).first()
+    record: Approval | None = claims_sql.first(Approval, suspension_id=version.suspension_id, run_id=run.id)
     if record is None:
         raise NotSuspended(f"run {run.id} has no approval {version.suspension_id}")
     return record
@@ -176,7 +177,7 @@ def approve(
         check_duties(principal, record)
         calls = policies.final_calls(json.loads(live.pending), edits)
         digest = _vote_digest(calls, note)
-        votes = list(ApprovalVote.objects.filter(suspension_id=live.id).order_by("cast_at", "id"))
+        votes: list[ApprovalVote] = claims_sql.select(ApprovalVote, order=("cast_at", "id"), suspension_id=live.id)
         mine = next((v for v in votes if v.voter_key == principal.person), None)
         if mine is not None:
             if mine.digest != digest:
@@ -203,7 +204,7 @@ def approve(
             cast_at=now,
         )
         vote.stamp_scope(run.scope)
-        vote.save(force_insert=True)
+        claims_sql.insert([vote])
         voters = [v.voter for v in votes] + [principal.name]
         edited = [c["id"] for c in calls if c["edited"]]
         voted = event(

@@ -13,6 +13,9 @@ Lock contract (STYLE rules 3, 4 and 16), written once here for every service:
 `SKIP LOCKED` batches (the sweep) take the same order. Nothing is written
 before the last refusal, so a refusal leaves no trace, and each change writes
 its Event in its own transaction. No network I/O happens under these locks.
+
+The fixed statements themselves (the lock, the move, the inserts) are in
+claims_sql.py: SQL built once for PostgreSQL, the ORM elsewhere.
 """
 
 import json
@@ -24,9 +27,8 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import DateTimeField, Func
 
-from .. import digests, selectors
+from .. import digests
 from ..exceptions import (
     AdmissionConflict,
     AgentReplyOnly,
@@ -35,7 +37,6 @@ from ..exceptions import (
     InvalidRequest,
     NotAnAgentReply,
     NotAnApproval,
-    NotFound,
     NotSuspended,
     RequiresApproval,
     SuspensionExpired,
@@ -56,16 +57,10 @@ from ..models import (
 )
 from ..observability import logs, metrics
 from ..principals import Principal
-from . import outbox
+from . import claims_sql, outbox
+from .claims_sql import ClockTimestamp  # noqa: F401 (re-exported)
 
 FAR_FUTURE = datetime(9999, 12, 31, tzinfo=digests.UTC)
-
-
-class ClockTimestamp(Func):
-    """PostgreSQL's clock at the moment of the statement (one `now` per request)."""
-
-    template = "CLOCK_TIMESTAMP()"
-    output_field = DateTimeField()
 
 
 @dataclass(frozen=True)
@@ -115,21 +110,7 @@ def db_now() -> datetime:
 
 def lock_run(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspension | None, datetime]:
     """Lock one visible run (404 otherwise); read its live pause and the clock in the same statement."""
-    query = selectors.runs(principal).filter(pk=run_id).select_related("suspension")
-    query = query.select_for_update(no_key=True, of=("self",))
-    postgres = connection.vendor == "postgresql"
-    if postgres:
-        query = query.annotate(db_now=ClockTimestamp())
-    run = query.first()
-    if run is None:
-        raise NotFound(f"run {run_id} not found")
-    try:
-        suspension: Suspension | None = run.suspension
-    except Suspension.DoesNotExist:
-        suspension = None
-    # SQLite's own clock has millisecond resolution: the embedded default reads
-    # the one clock db_now() reads, so the deadline partition never disagrees with itself.
-    return run, suspension, run.db_now if postgres else db_now()  # type: ignore[attr-defined]
+    return claims_sql.lock_run(principal, run_id)
 
 
 def require(principal: Principal, role: str, scope: str) -> None:
@@ -156,10 +137,7 @@ def write_events(*rows: Event, announce: Mapping[str, Any] | None = None) -> Non
     for row in rows:
         metrics.transition(row.kind)
         logs.transition(row)
-    if len(rows) == 1:
-        rows[0].save(force_insert=True)
-    else:
-        Event.objects.bulk_create(rows)
+    claims_sql.insert(rows)
     outbox.write(rows, announce or {})
 
 
@@ -170,7 +148,7 @@ def move(run: Run, state: str, now: datetime, **fields: Any) -> None:
     run.updated_at = now
     for name, value in fields.items():
         setattr(run, name, value)
-    Run.objects.filter(pk=run.pk).update(state=state, revision=run.revision, updated_at=now, **fields)
+    claims_sql.update_run(run.pk, state=state, revision=run.revision, updated_at=now, **fields)
 
 
 def bounded_input(value: Any) -> str:
@@ -361,7 +339,7 @@ def admit(
         admitted_at=now,
     )
     admission.stamp_scope(run.scope)
-    admission.save(force_insert=True)
+    claims_sql.insert([admission])
     admitted = event(
         run,
         "admitted",
@@ -396,9 +374,9 @@ def write_start(
         started_at=now,
     )
     start.stamp_scope(run.scope)
-    start.save(force_insert=True)
+    claims_sql.insert([start])
     # The pause is consumed by the start; the admission and start rows are its evidence.
-    Suspension.objects.filter(pk=suspension.pk).delete()
+    claims_sql.delete_pause(suspension.pk)
     return start, event(run, "started", actor, now, suspension_id=str(suspension.id), start_digest=start.digest)
 
 
@@ -406,6 +384,12 @@ def resolve_approval(
     suspension_id: UUID, status: str, now: datetime, actor: str = "", note: str = "", **decided: str
 ) -> None:
     """Close the pause's approval request, if it has one still pending; `decided`: final_calls or response."""
-    Approval.objects.filter(suspension_id=suspension_id, status=ApprovalStatus.PENDING).update(
-        status=status, resolved_at=now, decided_by=actor, note=note, **decided
+    claims_sql.update(
+        Approval,
+        {"suspension_id": suspension_id, "status": ApprovalStatus.PENDING},
+        status=status,
+        resolved_at=now,
+        decided_by=actor,
+        note=note,
+        **decided,
     )

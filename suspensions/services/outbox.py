@@ -30,7 +30,7 @@ from django.db import transaction
 from .. import digests, scopes
 from ..models import AdmissionSource, Event, OutboxEvent, Reason, RunState, WebhookEndpoint, WebhookFormat
 from ..models import WebhookMessage as Message
-from . import claims
+from . import claims, claims_sql
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
             event.stamp_scope(row.scope)
             built.append(event)
     if built:
-        OutboxEvent.objects.bulk_create(built)
+        claims_sql.insert(built)
         enqueue_fan_out([e.id for e in built])
     return built
 

@@ -6,11 +6,11 @@ from uuid import UUID
 
 from django.db import transaction
 
-from .. import selectors
 from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch, ResumeAlreadyStarted, SuspensionExpired
 from ..models import Admission, AdmissionSource, AdmissionState, Role, Start, Suspension
 from ..observability import metrics
 from ..principals import Principal
+from . import claims_sql
 from .claims import Claimed, Version, bounded_input, check_deadline, claim, lock_run, require, write_events, write_start
 
 
@@ -114,14 +114,16 @@ def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claime
     """
     from ..presenters import start_receipt
 
-    found = selectors.admissions(principal).filter(pk=admission_id).values_list("run_id", flat=True).first()
+    found = claims_sql.admission_run(principal, admission_id)
     if found is None:
         raise NotFound(f"admission {admission_id} not found")
     with transaction.atomic():
         run, live, now = lock_run(principal, found)
         require(principal, Role.ENGINE, run.scope)
-        admission = Admission.objects.get(pk=admission_id)
-        start = Start.objects.filter(admission_id=admission.id).first()
+        admission: Admission | None = claims_sql.first(Admission, id=admission_id)
+        if admission is None:  # admissions are never deleted: found above, it is still there
+            raise NotFound(f"admission {admission_id} not found")
+        start = claims_sql.first(Start, admission_id=admission.id)
         if start is not None:
             raise ResumeAlreadyStarted(receipt=start_receipt(start))
         if admission.state == AdmissionState.EXPIRED:
@@ -129,7 +131,7 @@ def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claime
         if admission.state != AdmissionState.ADMITTED or live is None or live.id != admission.suspension_id:
             raise InvalidState(f"admission {admission.id} is {admission.state} and can no longer start")
         check_deadline(live, now)
-        Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.STARTED)
+        claims_sql.set_admission_state(admission.pk, AdmissionState.STARTED)
         admission.state = AdmissionState.STARTED
         start, started = write_start(run=run, admission=admission, suspension=live, actor=principal.name, now=now)
         write_events(started)

@@ -15,6 +15,7 @@ from .. import digests, policies, scopes
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState, VersionConflict
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
+from . import claims_sql
 from .claims import (
     FAR_FUTURE,
     bounded_input,
@@ -43,7 +44,7 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
         now = db_now()
         run = Run(agent_id=agent_id, session_id=session_id, created_at=now, updated_at=now)
         run.stamp_scope(scope)
-        run.save(force_insert=True)
+        claims_sql.insert([run])
         write_events(event(run, "registered", principal.name, now, agent_id=agent_id))
     return run
 
@@ -92,11 +93,11 @@ def suspend_run(
             created_at=now,
         )
         suspension.stamp_scope(run.scope)
-        suspension.save(force_insert=True)
+        claims_sql.insert([suspension])
         if reason == Reason.APPROVAL:
             _open_approval(principal, run, suspension, policies.parse_policy(approval))
         # A new pause ends the execution the previous start granted.
-        Admission.objects.filter(run_id=run.id, state=AdmissionState.STARTED).update(state=AdmissionState.DONE)
+        claims_sql.close_started(run.id)
         move(run, RunState.PAUSED, now, last_reason=reason)
         suspended = event(
             run,
@@ -127,7 +128,7 @@ def _open_approval(principal: Principal, run: Run, suspension: Suspension, polic
         created_at=suspension.created_at,
     )
     approval.stamp_scope(run.scope)
-    approval.save(force_insert=True)
+    claims_sql.insert([approval])
 
 
 def _finish(principal: Principal, run_id: UUID | str, revision: int, state: str, kind: str, error: str = "") -> Run:
@@ -143,7 +144,7 @@ def _finish(principal: Principal, run_id: UUID | str, revision: int, state: str,
         if live is not None:
             if run.state == RunState.PAUSED:
                 check_deadline(live, now)
-            Suspension.objects.filter(pk=live.pk).delete()
+            claims_sql.delete_pause(live.pk)
             resolve_approval(live.id, ApprovalStatus.CANCELLED, now, principal.name)
         final = AdmissionState.CANCELLED if state == RunState.CANCELLED else AdmissionState.DONE
         Admission.objects.filter(run_id=run.id, state__in=[AdmissionState.ADMITTED, AdmissionState.STARTED]).update(

@@ -1,0 +1,305 @@
+"""Issue 18: the web process's CPU per request, against a floor endpoint served by the same gunicorn.
+
+One gunicorn (`bench.floor_app`: the project plus two bench-only reference
+endpoints, see bench/floor_app.py), driven by keep-alive connections in
+threads. Each phase sends N requests of one kind; the workers' user + system
+CPU is read from /proc before and after it. Kinds:
+
+- floor: DRF APIView + bearer token (one raw indexed SELECT) + one indexed SELECT;
+- auth: the same view with the project's own authentication and throttle classes;
+- pause: `POST /runs/{id}/suspend` of a registered run (an external_tool pause);
+- resume: the one-shot `POST /runs/{id}/resume` of the pauses the pause phase made;
+- roundtrip: register, suspend for approval, approve, start (4 requests; CPU per request, N/4 round trips).
+
+Rounds are interleaved (the order rotates; resume always right after its
+pause phase), and each ratio to the floor is taken inside its round: the
+figures are the median (min-max) over the rounds.
+
+With `--baseline DIR` (another checkout of the project, e.g. the commit
+before a change, with bench/floor_app.py copied in) a second gunicorn serves
+that code, and every phase runs on both, back to back in alternating order:
+the `after / before` ratios of a change are then taken side by side too.
+
+    .venv/bin/python bench/cpu.py [--rounds 5] [--requests 400] [--clients 8] [--baseline DIR]
+"""
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import common
+
+SCOPE = "bench-cpu"
+RESULTS = [{"call_id": "c1", "content": {"ok": True, "rows": 3}}]
+KINDS = ["floor", "auth", "pause", "resume", "roundtrip"]
+
+
+def suspend_body(revision: int, reason: str) -> dict[str, Any]:
+    return {
+        "revision": revision,
+        "reason": reason,
+        "pending": common.pending_call(),
+        "continuation": common.continuation(),
+    }
+
+
+def expect(status: int, body: bytes, wanted: int) -> Any:
+    assert status == wanted, body[:300]
+    return json.loads(body)
+
+
+class Round:
+    """The work of one round: the runs it pauses, then resumes; each call returns the requests it sent."""
+
+    def __init__(self, n: int) -> None:
+        self.runs = common.bulk_runs(n, SCOPE)
+        self.paused: dict[Any, str] = {}
+        self.floor_run = self.runs[0]
+
+    def floor(self, client: common.Client, i: int) -> int:
+        expect(*client.call("GET", f"/api/v1/bench/floor/{self.floor_run}"), 200)
+        return 1
+
+    def auth(self, client: common.Client, i: int) -> int:
+        expect(*client.call("GET", f"/api/v1/bench/auth/{self.floor_run}"), 200)
+        return 1
+
+    def pause(self, client: common.Client, i: int) -> int:
+        run_id = self.runs[i]
+        body = expect(*client.call("POST", f"/api/v1/runs/{run_id}/suspend", suspend_body(1, "external_tool")), 201)
+        self.paused[run_id] = body["id"]
+        return 1
+
+    def resume(self, client: common.Client, i: int) -> int:
+        run_id = self.runs[i]
+        version = {"run_id": str(run_id), "suspension_id": self.paused[run_id], "run_revision": 2}
+        expect(*client.call("POST", f"/api/v1/runs/{run_id}/resume", {"version": version, "results": RESULTS}), 201)
+        return 1
+
+    def roundtrip(self, client: common.Client, i: int) -> int:
+        run = expect(*client.call("POST", "/api/v1/runs", {"agent_id": "bench-agent", "scope": SCOPE}), 201)
+        s = expect(*client.call("POST", f"/api/v1/runs/{run['id']}/suspend", suspend_body(1, "approval")), 201)
+        version = {"run_id": s["run_id"], "suspension_id": s["id"], "run_revision": s["run_revision"]}
+        decided = expect(
+            *client.call("POST", f"/api/v1/approvals/{s['id']}/decide", {"version": version, "decision": "approve"}),
+            201,
+        )
+        expect(*client.call("POST", f"/api/v1/admissions/{decided['admission']['id']}/start"), 201)
+        return 4
+
+
+def phase(server: common.Gunicorn, conns: list[common.Client], n: int, kind: str, work: Round) -> dict[str, Any]:
+    """`n` requests of `kind` (a round trip is 4 of them) from all the connections at once."""
+    call: Callable[[common.Client, int], int] = getattr(work, kind)
+    chunks = common.split(list(range(n // 4 if kind == "roundtrip" else n)), len(conns))
+    sent = [0] * len(conns)
+
+    def send(c: int) -> list[float]:
+        for i in chunks[c]:
+            sent[c] += call(conns[c], i)
+        return []
+
+    before = server.cpu_seconds()
+    wall, _ = common.run_threads(len(conns), send)
+    cpu = server.cpu_seconds() - before
+    requests = sum(sent)
+    return {
+        "requests": requests,
+        "cpu_ms_per_request": round(cpu / requests * 1000, 3),
+        "per_s": round(requests / wall, 1),
+    }
+
+
+def main() -> dict[str, Any]:
+    p = common.parser(__doc__.splitlines()[0])
+    p.set_defaults(rounds=5)
+    p.add_argument("--requests", type=int, default=400, help="requests per phase")
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--threads", type=int, default=16)
+    p.add_argument("--baseline", type=Path, help="another checkout to measure side by side (the code before)")
+    args = p.parse_args()
+    url = common.setup_django()
+    common.reset_tables()
+    secret = common.make_token(SCOPE, ["engine", "approver"], "bench-cpu")
+    roots = {"": common.ROOT} if args.baseline is None else {"": common.ROOT, "before:": args.baseline.resolve()}
+    phases: dict[str, list[dict[str, Any]]] = {}
+    with ExitStack() as stack:
+        servers = {
+            label: stack.enter_context(
+                common.Gunicorn(
+                    url, workers=args.workers, threads=args.threads, app="bench.floor_app:application", root=root
+                )
+            )
+            for label, root in roots.items()
+        }
+        conns = {label: [common.Client(s.port, secret) for _ in range(args.clients)] for label, s in servers.items()}
+        for label, server in servers.items():
+            warm = Round(args.requests)
+            for kind in KINDS:  # every worker thread has its connection and its imports before the first figure
+                phase(server, conns[label], args.requests // 4, kind, warm)
+        for round_no in range(args.rounds):
+            works = {label: Round(args.requests) for label in servers}
+            order = KINDS[round_no % len(KINDS) :] + KINDS[: round_no % len(KINDS)]
+            order.remove("resume")
+            order.insert(order.index("pause") + 1, "resume")
+            labels = list(servers) if round_no % 2 == 0 else list(reversed(servers))
+            for kind in order:
+                for label in labels:
+                    result = phase(servers[label], conns[label], args.requests, kind, works[label])
+                    phases.setdefault(label + kind, []).append(result)
+                    print(f"round {round_no + 1} {label}{kind}: {result}", flush=True)
+        for clients in conns.values():
+            for c in clients:
+                c.close()
+    data = {
+        "machine": common.machine(),
+        "args": {**vars(args), "baseline": str(args.baseline or "")},
+        "rounds": phases,
+        "figures": figures(phases, list(roots)),
+        "split": split_pass(secret, args.requests),
+    }
+    common.write_result("cpu", data, markdown(data))
+    return data
+
+
+# -- where the time goes, in-process --------------------------------------------------------
+
+SPLIT_PARTS = ["floor", "auth", "validation", "statements", "rest"]
+SPLIT_PASSES = 3
+
+
+def split_pass(secret: str, n: int) -> dict[str, dict[str, float]]:
+    """In-process (Django's test client, the same middleware and views): each request's CPU split in parts.
+
+    Three passes after a warm-up one, each part the median of the passes.
+    This thread's CPU time is added up around the project's authentication,
+    the view's body validation (`views.validated`) and the service call
+    (its statements, ORM or SQL, with BEGIN and COMMIT, and the rows and
+    digests it builds). floor: the floor request's whole CPU; auth: the auth
+    request's beyond it (the project's authentication and throttle instead
+    of the floor's minimal token SELECT); the rest: what is left (body
+    parsing, the answer's rendering, logs, metrics).
+    """
+    import floor_app  # noqa: F401 (the bench URLconf: the floor and auth endpoints)
+    from django.test import Client
+
+    from suspensions import services
+    from suspensions.api import views
+
+    spent: dict[str, float] = {}
+
+    def timed(owner: Any, name: str, part: str) -> None:
+        inner = getattr(owner, name)
+
+        def wrapper(*a: Any, **k: Any) -> Any:
+            t0 = time.thread_time()
+            try:
+                return inner(*a, **k)
+            finally:
+                spent[part] = spent.get(part, 0.0) + time.thread_time() - t0
+
+        setattr(owner, name, wrapper)
+
+    timed(views, "validated", "validation")
+    for name in ("suspend_run", "resume_run", "register_run", "decide", "start_admission"):
+        timed(services, name, "statements")
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    class Local:
+        """The test client in the shape of common.Client."""
+
+        def call(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+            payload = json.dumps(body) if body is not None else ""
+            response = client.generic(method, path, payload, content_type="application/json")
+            return response.status_code, response.content
+
+    local: Any = Local()
+    passes: dict[str, list[dict[str, float]]] = {}
+    for number in range(SPLIT_PASSES + 1):  # the first pass warms up and is left out
+        work = Round(n)
+        for kind in KINDS:
+            count = n // 4 if kind == "roundtrip" else n
+            spent.clear()
+            t0 = time.thread_time()
+            sent = sum(getattr(work, kind)(local, i) for i in range(count))
+            total = time.thread_time() - t0
+            if number:
+                measured = {part: v / sent * 1000 for part, v in spent.items()}
+                passes.setdefault(kind, []).append({**measured, "total": total / sent * 1000})
+    out = {
+        kind: {part: round(common.median([p.get(part, 0.0) for p in runs]), 3) for part in runs[0]}
+        for kind, runs in passes.items()
+    }
+    floor = out["floor"]["total"]
+    for kind in ("pause", "resume", "roundtrip"):
+        row = out[kind]
+        row["floor"] = floor
+        row["auth"] = round(out["auth"]["total"] - floor, 3)
+        row.setdefault("validation", 0.0)
+        row["rest"] = round(row["total"] - floor - row["auth"] - row["validation"] - row["statements"], 3)
+    return out
+
+
+def spread(values: list[float]) -> str:
+    return f"{common.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def figures(phases: dict[str, list[dict[str, Any]]], labels: list[str]) -> dict[str, dict[str, str]]:
+    """Per kind: CPU per request, its ratio to the same code's floor, and (with a baseline) after / before."""
+    out = {}
+    for label in labels:
+        floor = phases[label + "floor"]
+        for kind in KINDS:
+            runs = phases[label + kind]
+            row = {
+                "cpu_ms_per_request": spread([r["cpu_ms_per_request"] for r in runs]),
+                "ratio_to_floor": spread(
+                    [r["cpu_ms_per_request"] / f["cpu_ms_per_request"] for r, f in zip(runs, floor, strict=True)]
+                ),
+                "requests_per_s": spread([r["per_s"] for r in runs]),
+            }
+            if len(labels) > 1:
+                before = phases["before:" + kind]
+                row["cpu_after_over_before"] = (
+                    spread(
+                        [r["cpu_ms_per_request"] / b["cpu_ms_per_request"] for r, b in zip(runs, before, strict=True)]
+                    )
+                    if not label
+                    else "-"
+                )
+            out[label + kind] = row
+    return out
+
+
+def markdown(data: dict[str, Any]) -> str:
+    a = data["args"]
+    rows = [[kind, *f.values()] for kind, f in data["figures"].items()]
+    headers = ["kind", "CPU ms/request", "ratio to floor (per round)", "requests/s"]
+    if a["baseline"]:
+        headers.append("CPU after / before (per round)")
+    split = data["split"]
+    kinds = ["pause", "resume", "roundtrip"]
+    split_rows = [[part, *(split[k][part] for k in kinds)] for part in [*SPLIT_PARTS, "total"]]
+    return "\n".join(
+        [
+            f"### gunicorn CPU per request ({a['rounds']} rounds, median (min-max); {a['requests']} requests per "
+            f"phase, {a['clients']} clients, {a['workers']} workers x {a['threads']} threads)",
+            "",
+            common.table(headers, rows),
+            "",
+            f"Where the time goes, in-process (Django's test client, {a['requests']} requests of each kind; "
+            "CPU ms per request; roundtrip: per request of the 4):",
+            "",
+            common.table(["part", *kinds], split_rows),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    main()
+    print(f"took {time.monotonic() - started:.0f} s")
