@@ -5,6 +5,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -129,6 +130,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     else {}
 )
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# Two queues: `celery` for the sweep, reminders and the webhook sweep; `push` for fan-outs and deliveries.
+# A worker consumes both unless told otherwise (-Q), taking from each in turn, so a backlog of deliveries
+# never holds the expiry sweep behind it (a queued sweep expires after one interval). To isolate them,
+# run one worker with `-Q celery` and others with `-Q push`.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("push", routing_key="push"))
+_PUSH_TASKS = ("fan_out_outbox", "deliver_messages", "deliver_due")
+CELERY_TASK_ROUTES = {f"suspensions.tasks.{name}": {"queue": "push"} for name in _PUSH_TASKS}
 
 # Per token, e.g. "100/min" (s, min, hour, day); empty: no throttle.
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="") or None
