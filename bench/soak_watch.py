@@ -1,0 +1,216 @@
+"""The soak's processes and what is watched while it runs (bench/soak.py).
+
+The Celery worker with beat, the processes' RSS and CPU from /proc, PostgreSQL
+connections, the webhook backlog, the broker's queue and the oldest overdue
+pause, sampled every 5 s; afterwards the drain conditions and the lags read
+back from the database (a pause's expiry after its deadline, a message's
+delivery after its event).
+"""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import common
+
+SAMPLE_SECONDS = 5.0
+
+
+def celery_worker(
+    url: str, broker: str, concurrency: int, sweep_interval: int, directory: Path
+) -> subprocess.Popen[bytes]:
+    """`celery worker --beat` (as tests/processes.py starts it) in its own session, its schedule in `directory`."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": broker,
+        "SWEEP_INTERVAL_SECONDS": str(sweep_interval),
+        "WEBHOOK_ALLOW_PRIVATE": "1",
+        "DJANGO_DEBUG": "0",
+        "LOG_LEVEL": "WARNING",
+        "DB_POOL_MIN": "1",
+    }
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    command = [str(common.ROOT / ".venv" / "bin" / "celery"), "-A", "suspensions_project", "--quiet", "worker"]
+    command += ["--beat", "--concurrency", str(concurrency), "--loglevel", "warning", "--purge", "--without-gossip"]
+    command += ["--without-mingle", "-n", f"soak-{os.getpid()}@%h", "--schedule", str(directory / "beat-schedule")]
+    return subprocess.Popen(command, cwd=common.ROOT, env=env, start_new_session=True)
+
+
+def stop_worker(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the worker's process group (it and its pool), SIGKILL it after 30 s."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+# -- /proc -------------------------------------------------------------------------------------
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo += children(current)
+    return out
+
+
+def rss_mib(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return round(total / 1024, 1)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+# -- sampling ----------------------------------------------------------------------------------
+
+BACKGROUND = """
+    SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()),
+           (SELECT count(*) FROM suspensions_webhookmessage WHERE status = 'pending'),
+           (SELECT count(*) FROM suspensions_outboxevent WHERE dispatched_at IS NULL),
+           (SELECT coalesce(extract(epoch FROM now() - min(expires_at)), 0) FROM suspensions_suspension
+             WHERE expires_at <= now()),
+           (SELECT array_agg(pid) FROM pg_stat_activity WHERE datname = current_database())
+"""
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds the whole machine spent busy since boot (every core, every process)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
+class Watch:
+    """A thread sampling every 5 s into `book.samples`; prints a line a minute."""
+
+    def __init__(self, book: Any, gunicorn: common.Gunicorn, worker: Any, url: str, broker: str) -> None:
+        self.book, self.gunicorn, self.worker, self.url, self.broker = book, gunicorn, worker, url, broker
+        self.stop = threading.Event()
+        self.pg_cpu, self.pg_last = 0.0, dict[int, float]()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self) -> "Watch":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def run(self) -> None:
+        import psycopg
+        import redis
+        import soak_report
+
+        info = {k: v for k, v in common.conninfo(self.url).items() if v is not None}
+        queue = redis.Redis.from_url(self.broker) if self.broker.startswith("redis") else None
+        with psycopg.connect(**info, autocommit=True) as pg:
+            printed = 0
+            while not self.stop.wait(SAMPLE_SECONDS):
+                self.sample(pg, queue)
+                minute = int(self.book.now() // 60)
+                if minute > printed:
+                    printed = minute
+                    print(soak_report.progress(self.book, minute), flush=True)
+
+    def sample(self, pg: Any, queue: Any) -> None:
+        workers = children(self.gunicorn.process.pid)
+        celery = tree(self.worker.pid)
+        connections, pending, undispatched, overdue, backends = pg.execute(BACKGROUND).fetchone()
+        self.count_backends(backends or [])
+        self.book.samples.append(
+            {
+                "at": round(self.book.now(), 1),
+                "gunicorn_pids": workers,
+                "gunicorn_rss_mib": rss_mib(workers),
+                "celery_rss_mib": rss_mib(celery),
+                "gunicorn_cpu_s": round(cpu_seconds(workers), 2),
+                "celery_cpu_s": round(cpu_seconds(celery), 2),
+                "bench_cpu_s": round(time.process_time(), 2),
+                "postgres_cpu_s": round(self.pg_cpu, 2),
+                "machine_cpu_s": round(machine_cpu_seconds(), 2),
+                "pg_connections": connections,
+                "webhook_backlog": pending + undispatched,
+                "broker_queue": queue.llen("celery") if queue is not None else None,
+                "oldest_overdue_s": round(float(overdue), 1),
+                "load_1min": round(os.getloadavg()[0], 2),
+            }
+        )
+
+    def count_backends(self, pids: list[int]) -> None:
+        """Add the CPU the bench database's backends used since the last sample (a new backend's, all of it)."""
+        first = not self.pg_last
+        now = {pid: cpu_seconds([pid]) for pid in pids}
+        self.pg_cpu += sum(cpu - self.pg_last.get(pid, cpu if first else 0.0) for pid, cpu in now.items())
+        self.pg_last = now
+
+
+# -- after the load ------------------------------------------------------------------------------
+
+
+def wait_until(condition: Any, seconds: float) -> float:
+    """Poll `condition` until true or `seconds` pass; the seconds waited, or -1 on a timeout."""
+    began = time.monotonic()
+    while not condition():
+        if time.monotonic() - began > seconds:
+            return -1.0
+        time.sleep(0.5)
+    return round(time.monotonic() - began, 1)
+
+
+def lags(t0_wall: float) -> dict[str, list[Any]]:
+    """(seconds into the soak, lag in seconds): each expiry or escalation after its deadline, each delivery after
+    its event; and when each announced event was written ("made")."""
+    from soak_checks import sql
+
+    # An escalation's event carries the new deadline; its lag runs from the one it moved.
+    deadline = "coalesce(data->>'previous_expires_at', data->>'expires_at')::timestamptz"
+    sweep = sql(
+        f"SELECT extract(epoch FROM {deadline}) - %s, extract(epoch FROM at - {deadline}) "
+        "FROM suspensions_event WHERE kind IN ('expired', 'escalated')",
+        [t0_wall],
+    )
+    # From the event's outbox row (written with the transition), so the fan-out's wait is in the lag.
+    push = sql(
+        "SELECT extract(epoch FROM o.created_at) - %s, extract(epoch FROM m.delivered_at - o.created_at) "
+        "FROM suspensions_webhookmessage m JOIN suspensions_outboxevent o ON o.id = m.event_id "
+        "WHERE m.delivered_at IS NOT NULL",
+        [t0_wall],
+    )
+    made = sql("SELECT extract(epoch FROM created_at) - %s FROM suspensions_outboxevent", [t0_wall])
+    return {
+        "sweep": [(float(a), float(b)) for a, b in sweep],
+        "push": [(float(a), float(b)) for a, b in push],
+        "made": [float(a) for (a,) in made],
+    }
