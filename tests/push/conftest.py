@@ -21,18 +21,19 @@ def make_endpoint(scope="acme", url="http://127.0.0.1:1/hooks", **fields):
     return endpoint
 
 
-def paused(scope="acme"):
-    """An approval pause stored through the services, as an engine would: it announces approval.requested."""
+def paused(scope="acme", reason="approval", ttl=3600, **policy):
+    """A pause stored through the services, as an engine would (an approval one announces approval.requested)."""
     engine = principal("token:engine", scope)
     run = services.register_run(principal=engine, agent_id="agent-1", scope=scope)
     return services.suspend_run(
         principal=engine,
         run_id=run.id,
         revision=1,
-        reason="approval",
+        reason=reason,
         pending=[call()],
         continuation=continuation(),
-        ttl_seconds=3600,
+        ttl_seconds=ttl,
+        approval=policy or None,
     )
 
 

@@ -6,30 +6,12 @@ deadlines and an approval policy; the receiver verifies every signature.
 
 import pytest
 
-from suspensions import services
 from suspensions.models import Approval, Run
-from tests.factories import principal
-from tests.helpers import call, continuation
 from tests.processes import wait_for
 
-from .conftest import make_endpoint
+from .conftest import make_endpoint, paused
 
 pytestmark = pytest.mark.slow
-
-
-def paused(on_expiry, ttl=1):
-    engine = principal("token:engine", "acme")
-    run = services.register_run(principal=engine, agent_id="agent-1", scope="acme")
-    return services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=1,
-        reason="approval",
-        pending=[call()],
-        continuation=continuation(),
-        ttl_seconds=ttl,
-        approval={"on_expiry": on_expiry},
-    )
 
 
 def state_of(s):
@@ -39,8 +21,8 @@ def state_of(s):
 def test_the_beat_sweep_denies_escalates_then_expires_and_announces_each(worker, receiver):
     r = receiver()
     endpoint = make_endpoint(url=r.url, event_types=["suspension.expired", "approval.escalated"])
-    denied = paused("deny")
-    escalated = paused({"escalate": {"extend_seconds": 2}})
+    denied = paused(ttl=1, on_expiry="deny")
+    escalated = paused(ttl=1, on_expiry={"escalate": {"extend_seconds": 2}})
     worker(SWEEP_INTERVAL_SECONDS="1")
     wait_for(lambda: state_of(denied) == "failed", "the sweep to deny the unanswered approval")
     assert Run.objects.get(pk=denied.run_id).error == "rejected: nobody answered in time"

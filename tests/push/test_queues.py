@@ -11,11 +11,10 @@ from celery import current_app
 from django.conf import settings
 from redis import Redis
 
-from suspensions import services
 from suspensions.models import Run
-from tests.factories import principal
-from tests.helpers import call, continuation
 from tests.processes import wait_for
+
+from .conftest import paused
 
 pytestmark = pytest.mark.slow
 BACKLOG = 3000
@@ -35,16 +34,6 @@ def test_the_sweep_expires_a_due_pause_while_thousands_of_deliveries_wait(worker
                 "suspensions.tasks.deliver_messages", args=[["00000000-0000-0000-0000-000000000000"]], producer=producer
             )
     assert queued(broker) > BACKLOG // 2
-    engine = principal("token:engine", "acme")
-    run = services.register_run(principal=engine, agent_id="agent-1", scope="acme")
-    services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=1,
-        reason="external_tool",
-        pending=[call()],
-        continuation=continuation(),
-        ttl_seconds=1,
-    )
+    run = paused(reason="external_tool", ttl=1).run
     wait_for(lambda: Run.objects.get(pk=run.id).state == "expired", "the sweep to expire the pause")
     assert queued(broker) > 0, "the deliveries were all drained first: the sweep waited behind them"
