@@ -132,6 +132,7 @@ class Network:
 
     def __init__(self, context) -> None:
         self.asked: list[str] = []
+        self.requests: list = []
         self.responses: list = []
         self.failures: list[str] = []
         context.on("request", self.sent)
@@ -140,16 +141,21 @@ class Network:
 
     def sent(self, request) -> None:
         self.asked.append(request.url)
+        self.requests.append(request)
 
     def responded(self, response) -> None:
         self.responses.append(response)
 
     def failed(self, request) -> None:
         # A stylesheet answered with an HTML 404 is blocked (nosniff): a failure, not a response.
-        self.failures.append(f"{request.url} {request.failure}")
+        # Only this page's requests count: the previous page's favicon fetch, aborted by the
+        # navigation away from it, can report its failure after clear().
+        if any(request is sent for sent in self.requests):
+            self.failures.append(f"{request.url} {request.failure}")
 
     def clear(self) -> None:
         self.asked.clear()
+        self.requests.clear()
         self.responses.clear()
         self.failures.clear()
 
