@@ -77,48 +77,45 @@ def final_calls(
     422 arguments_invalid, listing the call id and JSON path of each error.
     """
     by_id = {c["id"]: c for c in pending}
-    changed: dict[str, str] = {}
+    seen: set[str] = set()
+    edited: dict[str, str] = {}  # only real edits: the same value sent back keeps the text as asked
     for index, edit in enumerate(edits or ()):
         call_id = edit["id"]
         if call_id not in by_id:
             raise InvalidRequest(
                 f"calls[{index}] names no pending call", errors={"calls": {str(index): {"id": ["Unknown call id."]}}}
             )
-        if call_id in changed:
+        if call_id in seen:
             raise InvalidRequest(
                 f"call {call_id} is edited twice", errors={"calls": {str(index): {"id": ["Repeated call id."]}}}
             )
+        seen.add(call_id)
         call = by_id[call_id]
         if _same(edit["arguments"], call["arguments"]):
-            changed[call_id] = call["arguments"]  # the same value: the arguments stay as asked, byte for byte
             continue
         if not call.get("editable", False):
             raise NotEditable(f"call {call_id} ({call['name']}) is not editable", call_id=call_id)
-        changed[call_id] = edit["arguments"]
+        edited[call_id] = edit["arguments"]
     errors = []
-    for call_id, arguments in changed.items():
+    # Only an edit is checked: the arguments as asked may be approved as they are (docs/policies.md).
+    for call_id, arguments in edited.items():
         schema = by_id[call_id].get("arguments_schema")
-        # Only an edit is checked: the arguments as asked may be approved as they are (docs/policies.md).
-        if schema is not None and not _same(arguments, by_id[call_id]["arguments"]):
+        if schema is not None:
             errors += [{"call_id": call_id, **e} for e in argument_errors(schema, arguments)]
     if errors:
         raise ArgumentsInvalid(f"{len(errors)} error(s) in the edited arguments", errors=errors[:MAX_ERRORS])
-    result = []
-    for call in pending:
-        arguments = changed.get(call["id"], call["arguments"])
-        edited = not _same(arguments, call["arguments"])
-        result.append(
-            {
-                "id": call["id"],
-                "name": call["name"],
-                # An unchanged call keeps the text as asked, byte for byte: a form sends it back
-                # pretty-printed, and two votes must agree whatever spacing each voter sent.
-                "arguments": arguments if edited else call["arguments"],
-                "edited": edited,
-                "original_digest": arguments_digest(call["arguments"]),
-            }
-        )
-    return result
+    # An unchanged call keeps the text as asked, byte for byte: a form sends it back
+    # pretty-printed, and two votes must agree whatever spacing each voter sent.
+    return [
+        {
+            "id": call["id"],
+            "name": call["name"],
+            "arguments": edited.get(call["id"], call["arguments"]),
+            "edited": call["id"] in edited,
+            "original_digest": arguments_digest(call["arguments"]),
+        }
+        for call in pending
+    ]
 
 
 def calls_value(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -136,32 +136,26 @@ def claimed_body(claimed: Any) -> dict[str, Any]:
     return body
 
 
+def _decision_head(decision: str, answer: Any) -> dict[str, Any]:
+    """What a denial and a vote answer alike: the decision, the pause, where its run is, freshness."""
+    return {
+        "decision": decision,
+        "run_id": str(answer.run.id),
+        "suspension_id": str(answer.suspension_id),
+        "run_state": answer.run.state,
+        "run_revision": answer.run.revision,
+        "fresh": answer.fresh,
+    }
+
+
 def denied_body(denied: Any) -> dict[str, Any]:
     """A denial (services.Denied)."""
-    return {
-        "decision": "deny",
-        "run_id": str(denied.run.id),
-        "suspension_id": str(denied.suspension_id),
-        "run_state": denied.run.state,
-        "run_revision": denied.run.revision,
-        "reason": denied.reason,
-        "fresh": denied.fresh,
-    }
+    return {**_decision_head("deny", denied), "reason": denied.reason}
 
 
 def voted_body(voted: Any) -> dict[str, Any]:
     """A vote short of the quorum (services.Voted): the run is still paused at the same revision (202)."""
-    return {
-        "decision": "approve",
-        "run_id": str(voted.run.id),
-        "suspension_id": str(voted.suspension_id),
-        "run_state": voted.run.state,
-        "run_revision": voted.run.revision,
-        "votes": voted.votes,
-        "quorum": voted.quorum,
-        "voters": voted.voters,
-        "fresh": voted.fresh,
-    }
+    return {**_decision_head("approve", voted), "votes": voted.votes, "quorum": voted.quorum, "voters": voted.voters}
 
 
 def asked_call(call: dict[str, Any]) -> dict[str, Any]:

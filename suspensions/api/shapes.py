@@ -127,28 +127,27 @@ class ClaimedOut(serializers.Serializer):
     input = serializers.CharField(required=False)
 
 
-class DeniedOut(serializers.Serializer):
+class DecisionHeadOut(serializers.Serializer):
+    """What a denial and a vote answer alike."""
+
     decision = serializers.CharField()
     run_id = serializers.UUIDField()
     suspension_id = serializers.UUIDField()
     run_state = serializers.CharField()
     run_revision = serializers.IntegerField()
+    fresh = serializers.BooleanField(help_text="False when this was the same approver's identical decision again.")
+
+
+class DeniedOut(DecisionHeadOut):
     reason = serializers.CharField()
-    fresh = serializers.BooleanField()
 
 
-class VotedOut(serializers.Serializer):
+class VotedOut(DecisionHeadOut):
     """A vote short of the approval's quorum (202): recorded; the run still waits at the same revision."""
 
-    decision = serializers.CharField()
-    run_id = serializers.UUIDField()
-    suspension_id = serializers.UUIDField()
-    run_state = serializers.CharField()
-    run_revision = serializers.IntegerField()
     votes = serializers.IntegerField(help_text="Distinct approvers who approved so far.")
     quorum = serializers.IntegerField(help_text="Votes needed to admit the run.")
     voters = serializers.ListField(child=serializers.CharField())
-    fresh = serializers.BooleanField(help_text="False when this was the same approver's identical vote again.")
 
 
 class ExpiryReceiptOut(serializers.Serializer):

@@ -158,17 +158,17 @@ def expired_data(
 def escalated_data(
     *, run_id: Any, suspension_id: Any, scope: str, revision: int, deadline: datetime, previous: datetime
 ) -> dict[str, Any]:
-    """The data of an `approval.escalated` event (DESIGN §15), for the sweep's set-based insert."""
-    return {
-        "run_id": str(run_id),
-        "suspension_id": str(suspension_id),
-        "scope": scope,
-        "state": RunState.PAUSED.value,
-        "revision": revision,
-        "reason": Reason.APPROVAL.value,
-        "deadline": digests.rfc3339(deadline),
-        "previous_deadline": digests.rfc3339(previous),
-    }
+    """The data of an `approval.escalated` event (DESIGN §15): an expiry's, still paused, with both deadlines."""
+    data = expired_data(
+        run_id=run_id,
+        suspension_id=suspension_id,
+        scope=scope,
+        revision=revision,
+        reason=Reason.APPROVAL.value,
+        deadline=deadline,
+        admission_id=None,
+    )
+    return {**data, "state": RunState.PAUSED.value, "previous_deadline": digests.rfc3339(previous)}
 
 
 def enqueue_fan_out(ids: list[int] | None, countdown: float | None = None) -> None:

@@ -276,15 +276,14 @@ def _escalate(rows: list[Due], now: datetime) -> list[Statement]:
     """Move each escalated pause's deadline (pause and approval), once; the reminder may go out again."""
     # The deadline as the text each database reads back as that moment (SQLite stores Django's text form).
     batch = _json([{"id": r.suspension_id.hex, "deadline": str(_stamp(r.new_deadline))} for r in rows])
-    moved = "v.deadline"
     return [
         (
-            f"UPDATE {SUSPENSION} SET expires_at = {moved}, deadline = {moved} "
+            f"UPDATE {SUSPENSION} SET expires_at = v.deadline, deadline = v.deadline "
             f"FROM {_rows('id uuid, deadline timestamptz')} WHERE {SUSPENSION}.id = v.id",
             [batch],
         ),
         (
-            f"UPDATE {APPROVAL} SET expires_at = {moved}, escalated_at = %s, reminded_at = NULL "
+            f"UPDATE {APPROVAL} SET expires_at = v.deadline, escalated_at = %s, reminded_at = NULL "
             f"FROM {_rows('id uuid, deadline timestamptz')} WHERE {APPROVAL}.suspension_id = v.id",
             [_stamp(now), batch],
         ),
