@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Q
 from django.db.models.functions import Now
 
-from . import digests
+from . import digests, fixedsql
 from .models import ApiToken
 
 TOKEN_PREFIX = "sus_"
@@ -84,9 +84,9 @@ def live_token(token_hash: str) -> LiveToken | None:
 
 
 def live_token_sql(token_hash: str) -> LiveToken | None:
-    with connection.cursor() as cursor:
-        cursor.execute(LIVE_TOKEN_SQL, [token_hash])
-        row = cursor.fetchone()
+    cursor = fixedsql.cursor()
+    cursor.execute(LIVE_TOKEN_SQL, [token_hash])
+    row = cursor.fetchone()
     return LiveToken(*row) if row is not None else None
 
 

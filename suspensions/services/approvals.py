@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
-
 from .. import digests, policies, selectors
 from ..exceptions import (
     InvalidRequest,
@@ -162,7 +160,7 @@ def approve(
     the same person voting differently (409 vote_mismatch).
     """
     _check_version(suspension_id, version)
-    with transaction.atomic():
+    with claims_sql.transition():
         run, live, now = lock_run(principal, version.run_id)
         require(principal, Role.APPROVER, run.scope)
         check_reason(live, version, "decide")
@@ -248,7 +246,7 @@ def respond(*, principal: Principal, suspension_id: UUID | str, version: Version
     def duties(live: Suspension) -> None:
         check_duties(principal, Approval.objects.get(pk=live.id))
 
-    with transaction.atomic():
+    with claims_sql.transition():
         c = claim(
             principal=principal,
             run_id=version.run_id,
@@ -274,7 +272,7 @@ def deny_approval(*, principal: Principal, suspension_id: UUID | str, version: V
     approver's identical denial again is a replay (fresh=False).
     """
     _check_version(suspension_id, version)
-    with transaction.atomic():
+    with claims_sql.transition():
         run, live, now = lock_run(principal, version.run_id)
         require(principal, Role.APPROVER, run.scope)
         check_reason(live, version, "decide")

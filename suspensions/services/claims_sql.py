@@ -14,18 +14,21 @@ and `ORM_ONLY` makes PostgreSQL do the same (the equivalence test).
 """
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 from django.db.models import DateTimeField, Field, Func, Model
 from django.db.models.fields import AutoFieldMixin
 
-from .. import scopes, selectors
+from .. import fixedsql, scopes, selectors
 from ..exceptions import NotFound
+from ..fixedsql import db
 from ..models import Admission, AdmissionState, Run, Suspension
 from ..principals import Principal
 
@@ -40,11 +43,6 @@ def enabled() -> bool:
 @functools.cache
 def _postgresql() -> bool:
     return bool(connections[DEFAULT_DB_ALIAS].vendor == "postgresql")
-
-
-def db() -> BaseDatabaseWrapper:
-    """The default connection itself: the `connection` proxy looks it up again at every attribute."""
-    return connections[DEFAULT_DB_ALIAS]
 
 
 def q(name: str) -> str:
@@ -136,9 +134,9 @@ def _lock_run_sql(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspen
     depths, params = _visible(principal, f"run {run_id}")
     params.append(pk)
     conn = db()
-    with conn.cursor() as cursor:
-        cursor.execute(_lock_sql(depths), params)
-        row = cursor.fetchone()
+    cursor = fixedsql.cursor(conn)
+    cursor.execute(_lock_sql(depths), params)
+    row = cursor.fetchone()
     if row is None:
         raise NotFound(f"run {run_id} not found")
     alias = conn.alias
@@ -153,6 +151,99 @@ def _lock_run_sql(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspen
 
 
 # -- writes --------------------------------------------------------------------------------------
+
+
+class Batch:
+    """The writes of one transition that wait to go to PostgreSQL together, as ONE statement.
+
+    Inside `transition()` an UPDATE, DELETE or INSERT that returns nothing
+    is kept here instead of being sent, and sent with the next statement
+    that must go anyway: `WITH w0 AS (write), w1 AS (write) <statement>`.
+    PostgreSQL runs every part of such a statement to completion, in one
+    snapshot, whether or not the last part reads them: so each part sees the
+    rows as they were before the statement, and the batch never holds two
+    writes of the same table (a second one sends the first before it waits).
+    The writes of different tables cannot see each other anyway: foreign
+    keys are checked at commit (Django creates them DEFERRABLE INITIALLY
+    DEFERRED) and these tables have no triggers. Any other statement on the
+    connection (a read, the ORM, an INSERT that returns its keys) sends the
+    waiting writes first, with it or just before it, so nothing ever reads
+    around a write it should see; the end of `transition()` sends the rest
+    before COMMIT. A refusal raised while writes wait sends nothing.
+    """
+
+    def __init__(self, conn: BaseDatabaseWrapper) -> None:
+        self.conn = conn
+        self.waiting: list[tuple[str, str, list[Any]]] = []  # (table, sql, params)
+
+    def add(self, table: str, sql: str, params: list[Any]) -> None:
+        if any(t == table for t, _, _ in self.waiting):
+            self.send()
+        self.waiting.append((table, sql, params))
+
+    def send(self, last: tuple[str, list[Any]] | None = None) -> CursorWrapper | None:
+        """The waiting writes, with `last` (sql, params) as the statement they precede, if any."""
+        waiting, self.waiting = self.waiting, []
+        if last is None:
+            if not waiting:
+                return None
+            _, *last = waiting.pop()  # type: ignore[assignment]
+        sql, params = last  # type: ignore[misc]
+        if waiting:
+            sql = "WITH " + ", ".join(f"w{n} AS ({w[1]})" for n, w in enumerate(waiting)) + " " + sql
+            params = [p for w in waiting for p in w[2]] + params
+        cursor = fixedsql.cursor(self.conn)
+        cursor.execute(sql, params)
+        return cursor
+
+    def before_statement(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        """Django's execute wrapper: another statement first sends the waiting writes."""
+        if self.waiting:
+            self.send()
+        return execute(sql, params, many, context)
+
+
+BATCH = "_fixed_write_batch"
+
+
+@contextmanager
+def transition() -> Iterator[None]:
+    """`transaction.atomic()` for one transition, its fixed writes sent together (see Batch).
+
+    On other databases (the embedded SQLite), and when a transition is
+    already open on the connection, it is `transaction.atomic()` alone.
+    """
+    with transaction.atomic():
+        conn = db()
+        if not enabled() or BATCH in conn.__dict__:
+            yield
+            return
+        batch = conn.__dict__[BATCH] = Batch(conn)
+        try:
+            with conn.execute_wrapper(batch.before_statement):
+                yield
+                batch.send()
+        finally:
+            del conn.__dict__[BATCH]
+
+
+def _write(conn: BaseDatabaseWrapper, table: str, sql: str, params: list[Any]) -> None:
+    """A write that returns nothing: kept for later inside a transition, sent now outside one."""
+    batch = conn.__dict__.get(BATCH)
+    if batch is not None:
+        batch.add(table, sql, params)
+    else:
+        fixedsql.cursor(conn).execute(sql, params)
+
+
+def _send(conn: BaseDatabaseWrapper, sql: str, params: list[Any]) -> CursorWrapper:
+    """A statement whose result is read: sent now, with the writes that wait."""
+    batch = conn.__dict__.get(BATCH)
+    if batch is not None:
+        return batch.send((sql, params))  # type: ignore[return-value]
+    cursor = fixedsql.cursor(conn)
+    cursor.execute(sql, params)
+    return cursor
 
 
 @functools.cache
@@ -176,8 +267,7 @@ def update(model: type[Model], where: dict[str, Any], **values: Any) -> None:
     names, keys = tuple(values), tuple(where)
     params = [_prepare(_field(model, n))(values[n], conn) for n in names]
     params += [_prepare(_field(model, k))(where[k], conn) for k in keys]
-    with conn.cursor() as cursor:
-        cursor.execute(_update_sql(model, names, keys), params)
+    _write(conn, model._meta.db_table, _update_sql(model, names, keys), params)
 
 
 def update_run(run_id: UUID, **values: Any) -> None:
@@ -248,11 +338,13 @@ def insert(rows: Sequence[Model]) -> None:
     preparers = _preparers(model)
     params = [prepare(f.pre_save(row, True), conn) for row in rows for f, prepare in preparers]
     pk = model._meta.pk
-    with conn.cursor() as cursor:
-        cursor.execute(_insert_sql(model, len(rows)), params)
-        if isinstance(pk, AutoFieldMixin):
-            for row, (key,) in zip(rows, cursor.fetchall(), strict=True):
-                setattr(row, pk.attname, key)
+    sql = _insert_sql(model, len(rows))
+    if isinstance(pk, AutoFieldMixin):  # the keys are read back: the statement goes now, with what waits
+        cursor = _send(conn, sql, params)
+        for row, (key,) in zip(rows, cursor.fetchall(), strict=True):
+            setattr(row, pk.attname, key)
+    else:
+        _write(conn, model._meta.db_table, sql, params)
     for row in rows:
         row._state.adding = False
         row._state.db = conn.alias
@@ -281,9 +373,9 @@ def select(model: type[Model], order: Sequence[str] = (), limit: int | None = No
     keys = tuple(equals)
     params = [_prepare(_field(model, k))(equals[k], conn) for k in keys]
     names = [f.attname for f in model._meta.concrete_fields]
-    with conn.cursor() as cursor:
-        cursor.execute(_select_sql(model, keys, tuple(order), limit), params)
-        return [model.from_db(conn.alias, names, row) for row in cursor.fetchall()]
+    cursor = fixedsql.cursor(conn)
+    cursor.execute(_select_sql(model, keys, tuple(order), limit), params)
+    return [model.from_db(conn.alias, names, row) for row in cursor.fetchall()]
 
 
 def first(model: type[Model], **equals: Any) -> Any:
@@ -308,9 +400,9 @@ def admission_run(principal: Principal, admission_id: UUID | str) -> UUID | None
         depths, params = _visible(principal, f"admission {admission_id}")
     except NotFound:
         return None
-    with db().cursor() as cursor:
-        cursor.execute(_admission_run_sql(depths), [*params, pk])
-        row = cursor.fetchone()
+    cursor = fixedsql.cursor()
+    cursor.execute(_admission_run_sql(depths), [*params, pk])
+    row = cursor.fetchone()
     return row[0] if row is not None else None
 
 
@@ -329,8 +421,8 @@ def _by_key_sql(kind: str) -> str:
 
 
 def _execute(kind: str, params: list[Any]) -> None:
-    with db().cursor() as cursor:
-        cursor.execute(_by_key_sql(kind), params)
+    table = Suspension._meta.db_table if kind == "delete_pause" else Admission._meta.db_table
+    _write(db(), table, _by_key_sql(kind), params)
 
 
 def close_started(run_id: UUID) -> None:

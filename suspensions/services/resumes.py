@@ -4,8 +4,6 @@ import json
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
-
 from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch, ResumeAlreadyStarted, SuspensionExpired
 from ..models import Admission, AdmissionSource, AdmissionState, Role, Start, Suspension
 from ..observability import metrics
@@ -43,7 +41,7 @@ def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, re
     def match(live: Suspension) -> None:
         ordered.extend(order_results(json.loads(live.pending), results))
 
-    with transaction.atomic():
+    with claims_sql.transition():
         c = claim(
             principal=principal,
             run_id=run_id,
@@ -88,7 +86,7 @@ def admit_reply(
         if reply_with != live.reply_with:
             raise ReplyMismatch(f"reply_with does not match the pending call's ({live.reply_with!r})")
 
-    with transaction.atomic():
+    with claims_sql.transition():
         c = claim(
             principal=principal,
             run_id=run_id,
@@ -117,7 +115,7 @@ def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claime
     found = claims_sql.admission_run(principal, admission_id)
     if found is None:
         raise NotFound(f"admission {admission_id} not found")
-    with transaction.atomic():
+    with claims_sql.transition():
         run, live, now = lock_run(principal, found)
         require(principal, Role.ENGINE, run.scope)
         admission: Admission | None = claims_sql.first(Admission, id=admission_id)

@@ -9,7 +9,6 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import transaction
 
 from .. import digests, policies, scopes
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState, VersionConflict
@@ -40,7 +39,7 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
     if not scopes.is_valid(scope):
         raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
     require(principal, Role.ENGINE, scope)
-    with transaction.atomic():
+    with claims_sql.transition():
         now = db_now()
         run = Run(agent_id=agent_id, session_id=session_id, created_at=now, updated_at=now)
         run.stamp_scope(scope)
@@ -70,7 +69,7 @@ def suspend_run(
     pending_text = bounded_input(pending)
     continuation_text = digests.canonical(continuation).decode("utf-8")
     ttl = settings.SUSPENSION_TTL_SECONDS if ttl_seconds is None else ttl_seconds
-    with transaction.atomic():
+    with claims_sql.transition():
         run, live, now = lock_run(principal, run_id)
         require(principal, Role.ENGINE, run.scope)
         if run.revision != revision:
@@ -132,7 +131,7 @@ def _open_approval(principal: Principal, run: Run, suspension: Suspension, polic
 
 
 def _finish(principal: Principal, run_id: UUID | str, revision: int, state: str, kind: str, error: str = "") -> Run:
-    with transaction.atomic():
+    with claims_sql.transition():
         run, live, now = lock_run(principal, run_id)
         require(principal, Role.ENGINE, run.scope)
         # Revision first: a fenced worker (closed, expired) learns its revision is stale.

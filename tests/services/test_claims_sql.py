@@ -3,8 +3,8 @@
 The same transitions run twice, once through the ORM (`ORM_ONLY`, what
 SQLite runs) and once through the fixed SQL: every row of every table they
 write is compared, with ids, times and digests (which differ from run to
-run) replaced by the order they first appear in, and each transition must
-cost the same number of statements both ways.
+run) replaced by the order they first appear in, and no transition may
+cost more statements through the SQL (which sends its writes together).
 """
 
 import re
@@ -138,14 +138,17 @@ def rows(scope: str) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def test_the_sql_and_the_orm_leave_the_same_rows_with_the_same_statements(monkeypatch):
+def test_the_sql_and_the_orm_leave_the_same_rows_in_no_more_statements(monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(claims_sql, "ORM_ONLY", True)
         assert not claims_sql.enabled()
         orm_costs = transitions("orm")
     assert claims_sql.enabled()
     sql_costs = transitions("sql")
-    assert sql_costs == orm_costs
+    # The SQL path sends a transition's writes together (claims_sql.Batch): never more statements.
+    assert len(sql_costs) == len(orm_costs)
+    assert all(s <= o for s, o in zip(sql_costs, orm_costs, strict=True)), (sql_costs, orm_costs)
+    assert sum(sql_costs) < sum(orm_costs)
     orm, sql = rows("orm"), rows("sql")
     assert {name: len(r) for name, r in sql.items()} == {name: len(r) for name, r in orm.items()}
     assert all(orm.values())  # every table was written

@@ -1,0 +1,64 @@
+"""One kept cursor per PostgreSQL connection for the fixed statements of the hot path.
+
+The hot path (the token lookup, the run lock, the moves and the inserts of
+a transition; `services/claims_sql.py`) runs the same few statements on
+every request. Through `connection.cursor()` each one pays for a new
+psycopg cursor and client-side binding (psycopg quotes every value into
+the text). Here each database connection keeps one cursor, made once, that
+binds its values on the server and prepares each statement the first time
+this connection runs it (`prepare=True`; PostgreSQL then parses and plans
+it once per connection, not per call).
+
+What stays as it was: the statement goes through Django's cursor wrapper
+(its error translation, `execute_wrappers`, the query log of
+`CaptureQueriesContext`), on Django's own connection, inside Django's
+transaction, after its health check. A new connection (after a database
+restart, or another one from the pool) gets a new cursor and prepares
+again; prepared statements live and die with their connection, so nothing
+needs releasing. Statements other than these fixed ones keep Django's
+default (client-side binding, never prepared), which is why the setting
+`server_side_binding` is not used.
+"""
+
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
+
+try:  # psycopg is installed with the project; the import fails only where PostgreSQL is never used
+    from django.db.backends.postgresql.base import ServerBindingCursor
+except ImportError:  # pragma: no cover
+    ServerBindingCursor = None
+
+
+if ServerBindingCursor is not None:
+
+    class PreparingCursor(ServerBindingCursor):  # type: ignore[misc,valid-type]
+        """Server-side binding; each statement prepared on its first run on this connection."""
+
+        def execute(self, query: Any, params: Any = None, *, prepare: bool | None = True, binary: Any = None) -> Any:
+            return super().execute(query, params, prepare=prepare, binary=binary)
+
+
+def db() -> BaseDatabaseWrapper:
+    """The default connection itself: the `connection` proxy looks it up again at every attribute."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def cursor(conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
+    """The connection's kept cursor, in Django's wrapper. Not a context manager to close: it is kept.
+
+    PostgreSQL only. Read each result before the next statement on the same
+    cursor (the next `execute` discards what was not fetched).
+    """
+    conn = conn or db()
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    raw = conn.connection
+    kept = conn.__dict__.get("_kept_cursor")
+    if kept is None or kept[0] is not raw:
+        with conn.wrap_database_errors:
+            kept = (raw, PreparingCursor(raw))
+        conn.__dict__["_kept_cursor"] = kept
+    return conn._prepare_cursor(kept[1])  # type: ignore[attr-defined,no-any-return]
