@@ -3,11 +3,15 @@
 The hot path (the token lookup, the run lock, the moves and the inserts of
 a transition; `services/claims_sql.py`) runs the same few statements on
 every request. Through `connection.cursor()` each one pays for a new
-psycopg cursor and client-side binding (psycopg quotes every value into
-the text). Here each database connection keeps one cursor, made once, that
-binds its values on the server and prepares each statement the first time
-this connection runs it (`prepare=True`; PostgreSQL then parses and plans
-it once per connection, not per call).
+psycopg cursor, for psycopg's parse of the `%s` placeholders (cached only
+for short statements with few values, which a transition's combined write
+is not) and for client-side binding (every value quoted into the text).
+Here each database connection keeps one psycopg `RawCursor`, made once,
+that takes PostgreSQL's own `$1` placeholders (our `%s` text is numbered
+once per distinct statement, below), binds the values on the server and
+prepares each statement the first time this connection runs it
+(`prepare=True`; PostgreSQL then parses and plans it once per connection,
+not per call).
 
 What stays as it was: the statement goes through Django's cursor wrapper
 (its error translation, `execute_wrappers`, the query log of
@@ -20,6 +24,8 @@ default (client-side binding, never prepared), which is why the setting
 `server_side_binding` is not used.
 """
 
+import functools
+import re
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -27,23 +33,41 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
 try:  # psycopg is installed with the project; the import fails only where PostgreSQL is never used
-    from django.db.backends.postgresql.base import ServerBindingCursor
+    from psycopg import RawCursor
 except ImportError:  # pragma: no cover
-    ServerBindingCursor = None
+    RawCursor = None
 
 
-if ServerBindingCursor is not None:
+if RawCursor is not None:
 
-    class PreparingCursor(ServerBindingCursor):  # type: ignore[misc,valid-type]
-        """Server-side binding; each statement prepared on its first run on this connection."""
+    class PreparingCursor(RawCursor):  # type: ignore[misc,valid-type]
+        """`$n` placeholders, server-side binding; each statement prepared on its first run on this connection."""
 
         def execute(self, query: Any, params: Any = None, *, prepare: bool | None = True, binary: Any = None) -> Any:
             return super().execute(query, params, prepare=prepare, binary=binary)
 
 
+PLACEHOLDER = re.compile(r"%s")
+
+
+@functools.lru_cache(maxsize=1024)
+def numbered(sql: str) -> str:
+    """`%s` placeholders as `$1`, `$2`, ... (the fixed statements hold no other `%`)."""
+    assert "%" not in PLACEHOLDER.sub("", sql), "a literal % in a fixed statement"
+    count = iter(range(1, sql.count("%s") + 1))
+    return PLACEHOLDER.sub(lambda _: f"${next(count)}", sql)
+
+
 def db() -> BaseDatabaseWrapper:
     """The default connection itself: the `connection` proxy looks it up again at every attribute."""
     return connections[DEFAULT_DB_ALIAS]
+
+
+def execute(sql: str, params: list[Any], conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
+    """Run one fixed statement (`%s` placeholders) on the kept cursor; read its rows from the answer."""
+    kept = cursor(conn)
+    kept.execute(numbered(sql), params)
+    return kept
 
 
 def cursor(conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:

@@ -84,9 +84,7 @@ def live_token(token_hash: str) -> LiveToken | None:
 
 
 def live_token_sql(token_hash: str) -> LiveToken | None:
-    cursor = fixedsql.cursor()
-    cursor.execute(LIVE_TOKEN_SQL, [token_hash])
-    row = cursor.fetchone()
+    row = fixedsql.execute(LIVE_TOKEN_SQL, [token_hash]).fetchone()
     return LiveToken(*row) if row is not None else None
 
 

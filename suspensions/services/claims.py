@@ -125,7 +125,7 @@ def event(run: Run, kind: str, actor: str, at: datetime, **data: Any) -> Event:
     return row
 
 
-def write_events(*rows: Event, announce: Mapping[str, Any] | None = None) -> None:
+def write_events(*rows: Event, announce: Mapping[str, Any] | None = None, keys: bool = False) -> None:
     """The one writer of events: one INSERT for one row, one bulk INSERT for several.
 
     Each row is also one transition for the metrics (counted on commit) and
@@ -133,11 +133,15 @@ def write_events(*rows: Event, announce: Mapping[str, Any] | None = None) -> Non
     must be pushed (DESIGN §14) get their outbox rows here, in one more
     INSERT, with their fan-out enqueued on commit (services.outbox);
     `announce` adds what an event's own data lacks (see `outbox.announced`).
+    The rows' serial keys are read back only with `keys=True` (a closure
+    receipt names its event); without, the INSERT can wait in the
+    transition's batch (claims_sql.Batch) and the rows' pk stays None on
+    PostgreSQL.
     """
     for row in rows:
         metrics.transition(row.kind)
         logs.transition(row)
-    claims_sql.insert(rows)
+    claims_sql.insert(rows, keys=keys)
     outbox.write(rows, announce or {})
 
 

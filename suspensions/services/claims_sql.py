@@ -134,9 +134,7 @@ def _lock_run_sql(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspen
     depths, params = _visible(principal, f"run {run_id}")
     params.append(pk)
     conn = db()
-    cursor = fixedsql.cursor(conn)
-    cursor.execute(_lock_sql(depths), params)
-    row = cursor.fetchone()
+    row = fixedsql.execute(_lock_sql(depths), params, conn).fetchone()
     if row is None:
         raise NotFound(f"run {run_id} not found")
     alias = conn.alias
@@ -192,9 +190,7 @@ class Batch:
         if waiting:
             sql = "WITH " + ", ".join(f"w{n} AS ({w[1]})" for n, w in enumerate(waiting)) + " " + sql
             params = [p for w in waiting for p in w[2]] + params
-        cursor = fixedsql.cursor(self.conn)
-        cursor.execute(sql, params)
-        return cursor
+        return fixedsql.execute(sql, params, self.conn)
 
     def before_statement(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         """Django's execute wrapper: another statement first sends the waiting writes."""
@@ -222,7 +218,8 @@ def transition() -> Iterator[None]:
         try:
             with conn.execute_wrapper(batch.before_statement):
                 yield
-                batch.send()
+                if not conn.needs_rollback:  # set_rollback(True): the block ends quietly, as atomic's does
+                    batch.send()
         finally:
             del conn.__dict__[BATCH]
 
@@ -233,17 +230,17 @@ def _write(conn: BaseDatabaseWrapper, table: str, sql: str, params: list[Any]) -
     if batch is not None:
         batch.add(table, sql, params)
     else:
-        fixedsql.cursor(conn).execute(sql, params)
+        fixedsql.execute(sql, params, conn)
 
 
-def _send(conn: BaseDatabaseWrapper, sql: str, params: list[Any]) -> CursorWrapper:
+def _send(conn: BaseDatabaseWrapper, table: str, sql: str, params: list[Any]) -> CursorWrapper:
     """A statement whose result is read: sent now, with the writes that wait."""
     batch = conn.__dict__.get(BATCH)
     if batch is not None:
+        if any(t == table for t, _, _ in batch.waiting):  # the same table: the waiting write goes first
+            batch.send()
         return batch.send((sql, params))  # type: ignore[return-value]
-    cursor = fixedsql.cursor(conn)
-    cursor.execute(sql, params)
-    return cursor
+    return fixedsql.execute(sql, params, conn)
 
 
 @functools.cache
@@ -307,23 +304,24 @@ def _preparers(model: type[Model]) -> "list[tuple[Field[Any, Any], Callable[[Any
 
 
 @functools.cache
-def _insert_sql(model: type[Model], rows: int) -> str:
+def _insert_sql(model: type[Model], rows: int, returning: bool) -> str:
     fields = _inserted_fields(model)
     table = q(model._meta.db_table)
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     sql = f"INSERT INTO {table} ({', '.join(q(f.column) for f in fields)}) VALUES {', '.join([row] * rows)}"
-    pk = model._meta.pk
-    if isinstance(pk, AutoFieldMixin):
-        sql += f" RETURNING {table}.{q(pk.column)}"
+    if returning:
+        sql += f" RETURNING {table}.{q(model._meta.pk.column)}"  # type: ignore[union-attr]
     return sql
 
 
-def insert(rows: Sequence[Model]) -> None:
+def insert(rows: Sequence[Model], *, keys: bool = True) -> None:
     """New rows of one model in ONE statement (several: one multi-row VALUES), keys read back if generated.
 
     What `save(force_insert=True)` (one row) and `bulk_create` (several)
     write, with the same prepared values; no model signals are sent (no
-    receiver listens to these models).
+    receiver listens to these models). `keys=False`: the caller never reads
+    a generated key back (the rows' pk stays None on PostgreSQL), so the
+    INSERT can wait in the transition's batch like any other write.
     """
     if not rows:
         return
@@ -338,9 +336,10 @@ def insert(rows: Sequence[Model]) -> None:
     preparers = _preparers(model)
     params = [prepare(f.pre_save(row, True), conn) for row in rows for f, prepare in preparers]
     pk = model._meta.pk
-    sql = _insert_sql(model, len(rows))
-    if isinstance(pk, AutoFieldMixin):  # the keys are read back: the statement goes now, with what waits
-        cursor = _send(conn, sql, params)
+    generated = isinstance(pk, AutoFieldMixin)
+    sql = _insert_sql(model, len(rows), returning=generated and keys)
+    if generated and keys:  # the keys are read back: the statement goes now, with what waits
+        cursor = _send(conn, model._meta.db_table, sql, params)
         for row, (key,) in zip(rows, cursor.fetchall(), strict=True):
             setattr(row, pk.attname, key)
     else:
@@ -373,9 +372,8 @@ def select(model: type[Model], order: Sequence[str] = (), limit: int | None = No
     keys = tuple(equals)
     params = [_prepare(_field(model, k))(equals[k], conn) for k in keys]
     names = [f.attname for f in model._meta.concrete_fields]
-    cursor = fixedsql.cursor(conn)
-    cursor.execute(_select_sql(model, keys, tuple(order), limit), params)
-    return [model.from_db(conn.alias, names, row) for row in cursor.fetchall()]
+    found = fixedsql.execute(_select_sql(model, keys, tuple(order), limit), params, conn).fetchall()
+    return [model.from_db(conn.alias, names, row) for row in found]
 
 
 def first(model: type[Model], **equals: Any) -> Any:
@@ -400,9 +398,7 @@ def admission_run(principal: Principal, admission_id: UUID | str) -> UUID | None
         depths, params = _visible(principal, f"admission {admission_id}")
     except NotFound:
         return None
-    cursor = fixedsql.cursor()
-    cursor.execute(_admission_run_sql(depths), [*params, pk])
-    row = cursor.fetchone()
+    row = fixedsql.execute(_admission_run_sql(depths), [*params, pk]).fetchone()
     return row[0] if row is not None else None
 
 

@@ -154,7 +154,7 @@ def _write_closure(
         issuer=request.issuer,
         proof_ref=request.proof_ref,
     )
-    write_events(closed)
+    write_events(closed, keys=True)  # the receipt names its event
     receipt = ClosureReceipt(
         run_id=run.id,
         suspension_id=admission.suspension_id,

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from suspensions import services
 from suspensions.models import OutboxEvent, WebhookEndpoint, WebhookMessage
-from suspensions.services import outbox
+from suspensions.services import claims_sql, outbox
 from suspensions.services.claims import db_now
 from tests.factories import principal
 from tests.helpers import call, continuation
@@ -162,7 +162,7 @@ def outbox_inserts(queries):
     return [q for q in queries.captured_queries if 'INSERT INTO "suspensions_outboxevent"' in q["sql"]]
 
 
-def test_a_transition_costs_exactly_one_extra_statement_for_its_outbox_rows(monkeypatch):
+def test_a_transition_costs_no_more_than_one_extra_statement_for_its_outbox_rows(monkeypatch):
     engine = principal()
     runs = [services.register_run(principal=engine, agent_id="a", scope="acme") for _ in range(2)]
 
@@ -183,7 +183,10 @@ def test_a_transition_costs_exactly_one_extra_statement_for_its_outbox_rows(monk
         m.setattr(outbox, "announced", lambda row, extra: iter(()))
         silent = suspend(runs[1])
     assert len(outbox_inserts(announced)) == 1 and outbox_inserts(silent) == []
-    assert len(announced.captured_queries) == len(silent.captured_queries) + 1
+    # On PostgreSQL the outbox INSERT carries the transition's waiting writes (claims_sql.Batch): no extra
+    # round trip; through the ORM (SQLite) it is one more statement.
+    extra = 0 if claims_sql.enabled() else 1
+    assert len(announced.captured_queries) == len(silent.captured_queries) + extra
 
 
 def test_an_approval_writes_its_two_outbox_rows_with_one_statement():
