@@ -100,9 +100,13 @@ class Replay:
         return mapping
 
     def call(self, conn: Any, kind: str, mapping: dict[Any, Any]) -> None:
+        import psycopg
+
         with conn.transaction():
-            with conn.cursor() as cursor:
+            # The service's fixed statements carry PostgreSQL's own $n placeholders (suspensions/fixedsql.py).
+            with conn.cursor() as client, psycopg.RawCursor(conn) as raw:
                 for sql, params, _many in self.statements[kind]:
+                    cursor = raw if "%s" not in sql else client
                     cursor.execute(sql, _swap(params, mapping))
                     if cursor.description is not None:
                         cursor.fetchall()
