@@ -18,7 +18,6 @@ The fixed statements themselves (the lock, the move, the inserts) are in
 claims_sql.py: SQL built once for PostgreSQL, the ORM elsewhere.
 """
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -167,13 +166,14 @@ def bounded_input(value: Any) -> str:
 
 
 def suspension_digest_of(s: Suspension) -> str:
-    return digests.suspension_digest(
+    """The pause's digest from its stored text: `pending` and `continuation` are kept as canonical JSON."""
+    return digests.suspension_digest_of_texts(
         id=s.id,
         run_id=s.run_id,
         scope=s.scope,
         reason=s.reason,
-        pending=json.loads(s.pending),
-        continuation=json.loads(s.continuation),
+        pending=s.pending.encode("utf-8"),
+        continuation=s.continuation.encode("utf-8"),
         expires_at=s.expires_at,
     )
 
