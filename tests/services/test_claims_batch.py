@@ -20,8 +20,9 @@ from suspensions import fixedsql, services
 from suspensions.exceptions import VersionConflict
 from suspensions.models import Admission, AdmissionSource, Event, Run, RunState, Start, Suspension
 from suspensions.services import claims_sql
-from tests.factories import RunFactory, SuspensionFactory, principal
-from tests.helpers import call, continuation, snapshot
+from tests import closure_setup
+from tests.factories import RunFactory, SuspensionFactory
+from tests.helpers import snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -38,17 +39,8 @@ def writes(queries: CaptureQueriesContext) -> list[str]:
 
 
 def paused() -> tuple[Any, Suspension, services.Version]:
-    engine = principal("token:engine", "acme", "engine", "bus")
-    run = services.register_run(principal=engine, agent_id="a", scope="acme")
-    s = services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=1,
-        reason="external_tool",
-        pending=[call()],
-        continuation=continuation(),
-    )
-    return engine, s, services.Version(run_id=s.run_id, suspension_id=s.id, run_revision=2)
+    s = closure_setup.paused(scope="acme")
+    return closure_setup.ENGINE, s, services.Version(run_id=s.run_id, suspension_id=s.id, run_revision=2)
 
 
 def resume(engine: Any, s: Suspension, v: services.Version) -> Any:
