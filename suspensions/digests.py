@@ -3,6 +3,7 @@
 import hashlib
 import json
 from datetime import UTC, datetime
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from django.conf import settings
@@ -81,16 +82,25 @@ def suspension_digest_of_texts(
     canonical object (keys in sorted order) instead of parsing and encoding
     them again, which for a continuation of megabytes is most of a claim.
     """
+    expires = rfc3339(expires_at)
     h = hashlib.sha256(b'{"continuation":')
     h.update(continuation)
-    h.update(b',"expires_at":' + canonical(rfc3339(expires_at)))
-    h.update(b',"id":' + canonical(str(id)))
+    h.update(b',"expires_at":' + (b"null" if expires is None else _string(expires)))
+    h.update(b',"id":' + _string(str(id)))
     h.update(b',"pending":')
     h.update(pending)
-    h.update(b',"reason":' + canonical(reason))
-    h.update(b',"run_id":' + canonical(str(run_id)))
-    h.update(b',"scope":' + canonical(scope) + b"}")
+    h.update(b',"reason":' + _string(reason))
+    h.update(b',"run_id":' + _string(str(run_id)))
+    h.update(b',"scope":' + _string(scope) + b"}")
     return h.hexdigest()
+
+
+def _string(text: str) -> bytes:
+    """`canonical(text)` for a str: the JSON string encoder `json.dumps(ensure_ascii=False)` uses, then UTF-8."""
+    try:
+        return encode_basestring(text).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("text holds an unpaired surrogate") from exc
 
 
 def start_digest(

@@ -31,20 +31,14 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
-
-try:  # psycopg is installed with the project; the import fails only where PostgreSQL is never used
-    from psycopg import RawCursor
-except ImportError:  # pragma: no cover
-    RawCursor = None
+from psycopg import RawCursor  # installed with the project (requirements.in), used only on PostgreSQL
 
 
-if RawCursor is not None:
+class PreparingCursor(RawCursor):  # type: ignore[type-arg]
+    """`$n` placeholders, server-side binding; each statement prepared on its first run on this connection."""
 
-    class PreparingCursor(RawCursor):  # type: ignore[misc,valid-type]
-        """`$n` placeholders, server-side binding; each statement prepared on its first run on this connection."""
-
-        def execute(self, query: Any, params: Any = None, *, prepare: bool | None = True, binary: Any = None) -> Any:
-            return super().execute(query, params, prepare=prepare, binary=binary)
+    def execute(self, query: Any, params: Any = None, *, prepare: bool | None = True, binary: Any = None) -> Any:
+        return super().execute(query, params, prepare=prepare, binary=binary)
 
 
 PLACEHOLDER = re.compile(r"%s")

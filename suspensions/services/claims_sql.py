@@ -17,13 +17,13 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
-from django.db.models import DateTimeField, Field, Func, Model
+from django.db.models import DateField, DateTimeField, Field, Func, Model
 from django.db.models.fields import AutoFieldMixin
 
 from .. import fixedsql, scopes, selectors
@@ -298,9 +298,41 @@ def _prepare(field: "Field[Any, Any]") -> Callable[[Any, BaseDatabaseWrapper], A
     return prepare
 
 
+class _Column(NamedTuple):
+    """How one inserted column's value is read off a new row and prepared, decided once per model."""
+
+    attname: str
+    pre_save: "Callable[[Model, bool], Any] | None"  # None: the value as set (what Field.pre_save returns)
+    plain: type | None  # values of exactly this type go as they are (UNCHANGED)
+    aware: bool  # ... and, for datetimes, only when aware
+    full: Callable[[Any, BaseDatabaseWrapper], Any]  # field.get_db_prep_save
+
+
+def _own_pre_save(field: "Field[Any, Any]") -> bool:
+    """Whether `field.pre_save` does more than read the attribute (auto_now and the like)."""
+    if isinstance(field, DateField) and not (field.auto_now or field.auto_now_add):
+        return False
+    return type(field).pre_save is not Field.pre_save
+
+
 @functools.cache
-def _preparers(model: type[Model]) -> "list[tuple[Field[Any, Any], Callable[[Any, BaseDatabaseWrapper], Any]]]":
-    return [(f, _prepare(f)) for f in _inserted_fields(model)]
+def _inserted_columns(model: type[Model]) -> list[_Column]:
+    columns = []
+    for f in _inserted_fields(model):
+        plain = UNCHANGED.get(f.get_internal_type())
+        pre_save = f.pre_save if _own_pre_save(f) else None
+        columns.append(_Column(f.attname, pre_save, plain, plain is datetime, f.get_db_prep_save))
+    return columns
+
+
+def _row_values(row: Model, columns: list[_Column], conn: BaseDatabaseWrapper, out: list[Any]) -> None:
+    """What `pre_save` then `get_db_prep_save` give for each column, calling them only when they could change it."""
+    values = row.__dict__
+    for c in columns:
+        value: Any = values[c.attname] if c.pre_save is None else c.pre_save(row, True)
+        if value is not None and (type(value) is not c.plain or (c.aware and getattr(value, "tzinfo", None) is None)):
+            value = c.full(value, conn)
+        out.append(value)
 
 
 @functools.cache
@@ -333,8 +365,10 @@ def insert(rows: Sequence[Model], *, keys: bool = True) -> None:
             model._default_manager.bulk_create(rows)
         return
     conn = db()
-    preparers = _preparers(model)
-    params = [prepare(f.pre_save(row, True), conn) for row in rows for f, prepare in preparers]
+    columns = _inserted_columns(model)
+    params: list[Any] = []
+    for row in rows:
+        _row_values(row, columns, conn, params)
     pk = model._meta.pk
     generated = isinstance(pk, AutoFieldMixin)
     sql = _insert_sql(model, len(rows), returning=generated and keys)

@@ -52,6 +52,17 @@ def test_the_spliced_digest_is_the_digest_of_the_canonical_object(seed):
     assert spliced != digests.suspension_digest(**{**fields, "reason": fields["reason"] + "x"})
 
 
+@pytest.mark.parametrize("text", ["", "plain", 'q"uote\\', "\u2028\u2029\x00\x1f\x7f", "é ✓ 😀", "\ud800"])
+def test_a_string_is_spliced_as_canonical_json_writes_it(text):
+    try:
+        expected = digests.canonical(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            digests._string(text)
+        return
+    assert digests._string(text) == expected
+
+
 @pytest.mark.django_db
 def test_a_claim_records_the_digest_of_the_pause_as_it_was_asked():
     engine = principal("token:engine", "acme", "engine")
