@@ -77,6 +77,11 @@ def cursor(conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
     kept = conn.__dict__.get("_kept_cursor")
     if kept is None or kept[0] is not raw:
         with conn.wrap_database_errors:
-            kept = (raw, PreparingCursor(raw))
+            cursor = PreparingCursor(raw)
+        conn.validate_thread_sharing()
+        wrapper = conn.make_cursor(cursor)  # type: ignore[arg-type]  # (the stubs want a wrapper; Django passes the raw cursor)
+        kept = (raw, cursor, wrapper)  # Django's own wrapper around it, made once too
         conn.__dict__["_kept_cursor"] = kept
-    return conn._prepare_cursor(kept[1])  # type: ignore[attr-defined,no-any-return]
+    if conn.queries_logged:  # DEBUG or CaptureQueriesContext: the wrapper that records each statement
+        return conn.make_debug_cursor(kept[1])  # type: ignore[arg-type]
+    return kept[2]  # type: ignore[no-any-return]
