@@ -278,7 +278,13 @@ def _inserted_fields(model: type[Model]) -> list[Any]:
 
 
 # Field types whose get_db_prep_save on PostgreSQL gives back a value of this type unchanged.
-UNCHANGED: dict[str, type] = {"CharField": str, "TextField": str, "UUIDField": UUID, "DateTimeField": datetime}
+UNCHANGED: dict[str, type] = {
+    "CharField": str,
+    "TextField": str,
+    "UUIDField": UUID,
+    "DateTimeField": datetime,
+    "BooleanField": bool,
+}  # not integers: on psycopg 3 Django sends them as Int2/Int4/Int8, typed for server-side binding
 
 
 @functools.cache

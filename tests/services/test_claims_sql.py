@@ -8,7 +8,7 @@ cost more statements through the SQL (which sends its writes together).
 """
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -210,3 +210,22 @@ def test_the_run_of_an_admission_is_found_in_the_callers_scopes_only(monkeypatch
     assert claims_sql.admission_run(Principal(name="root", superuser=True), str(pk)) == s.run_id
     assert claims_sql.admission_run(principal("token:x", "beta", "engine"), pk) is None
     assert claims_sql.admission_run(Principal(name="nobody"), pk) is None
+
+
+SAMPLES = {str: "é text", UUID: UUID(int=7), datetime: datetime(2026, 12, 1, tzinfo=UTC), bool: True, int: 2**40}
+
+
+def test_the_values_sent_as_they_are_are_those_django_would_send_unchanged():
+    checked = 0
+    for model in TABLES:
+        for field in model._meta.concrete_fields:
+            plain = claims_sql.UNCHANGED.get(field.get_internal_type())
+            if plain is None:
+                continue
+            sample = SAMPLES[plain]
+            prepared = field.get_db_prep_save(sample, connection)
+            assert prepared == sample and type(prepared) is plain, (model.__name__, field.name)
+            checked += 1
+    assert checked > 40
+    # Integers are not among them: Django types each one (Int2, Int4, Int8) for the server.
+    assert type(Run._meta.get_field("revision").get_db_prep_save(3, connection)) is not int
