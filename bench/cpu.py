@@ -161,6 +161,7 @@ def main() -> dict[str, Any]:
         "rounds": phases,
         "figures": figures(phases, list(roots)),
         "split": split_pass(secret, args.requests),
+        "calls": calls_pass(secret, CALLS_REQUESTS),
     }
     common.write_result("cpu", data, markdown(data))
     return data
@@ -244,6 +245,52 @@ def split_pass(secret: str, n: int) -> dict[str, dict[str, float]]:
     return out
 
 
+CALLS_REQUESTS = 100
+
+
+def calls_pass(secret: str, n: int) -> dict[str, float]:
+    """In-process: Python function calls per request of each kind, counted by `sys.setprofile`.
+
+    Unlike CPU time this count does not move with the machine's load: the
+    same code gives the same figure in every run (to a call or two: ids and
+    clocks differ). It weighs a call to a small helper like one to a big
+    one, so it is a guide to where the Python work is, not a second clock.
+    """
+    import sys
+
+    from django.test import Client
+
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    class Local:
+        def call(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+            payload = json.dumps(body) if body is not None else ""
+            response = client.generic(method, path, payload, content_type="application/json")
+            return response.status_code, response.content
+
+    local: Any = Local()
+    calls = [0]
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            calls[0] += 1
+
+    out: dict[str, float] = {}
+    for number in range(2):  # the first pass warms up (imports, caches, prepared statements)
+        work = Round(n)
+        for kind in KINDS:
+            count_of = n // 4 if kind == "roundtrip" else n
+            calls[0] = 0
+            sys.setprofile(count)
+            try:
+                sent = sum(getattr(work, kind)(local, i) for i in range(count_of))
+            finally:
+                sys.setprofile(None)
+            if number:
+                out[kind] = round(calls[0] / sent, 1)
+    return out
+
+
 def spread(values: list[float]) -> str:
     return f"{common.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
@@ -295,6 +342,14 @@ def markdown(data: dict[str, Any]) -> str:
             "CPU ms per request; roundtrip: per request of the 4):",
             "",
             common.table(["part", *kinds], split_rows),
+            "",
+            f"Python function calls per request, in-process ({CALLS_REQUESTS} requests of each kind, "
+            "`sys.setprofile`; the same code gives the same count in any load):",
+            "",
+            common.table(
+                ["kind", "calls/request", "ratio to floor"],
+                [[k, c, round(c / data["calls"]["floor"], 2)] for k, c in data["calls"].items()],
+            ),
         ]
     )
 
