@@ -18,6 +18,14 @@ from .conftest import make_endpoint
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True, params=["sql", "orm"])
+def path(request, monkeypatch):
+    """Each test twice: through the fixed SQL (PostgreSQL's path) and through the ORM (the embedded SQLite's)."""
+    monkeypatch.setattr(claims_sql, "ORM_ONLY", request.param == "orm")
+    return request.param
+
+
 SECRET_MARK = "You are careful."  # in every continuation the helpers build: must never leave in a webhook
 
 
