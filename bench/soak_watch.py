@@ -162,7 +162,7 @@ class Watch:
                 "machine_cpu_s": round(machine_cpu_seconds(), 2),
                 "pg_connections": connections,
                 "webhook_backlog": pending + undispatched,
-                "broker_queue": queue.llen("celery") if queue is not None else None,
+                "broker_queue": sum(queue.llen(q.name) for q in queues()) if queue is not None else None,
                 "oldest_overdue_s": round(float(overdue), 1),
                 "load_1min": round(os.getloadavg()[0], 2),
             }
@@ -214,3 +214,10 @@ def lags(t0_wall: float) -> dict[str, list[Any]]:
         "push": [(float(a), float(b)) for a, b in push],
         "made": [float(a) for (a,) in made],
     }
+
+
+def queues() -> Any:
+    """The broker queues the worker consumes (settings.CELERY_TASK_QUEUES: the sweep's and push's)."""
+    from django.conf import settings
+
+    return settings.CELERY_TASK_QUEUES
