@@ -186,7 +186,6 @@ def split_pass(secret: str, n: int) -> dict[str, dict[str, float]]:
     parsing, the answer's rendering, logs, metrics).
     """
     import floor_app  # noqa: F401 (the bench URLconf: the floor and auth endpoints)
-    from django.test import Client
 
     from suspensions import services
     from suspensions.api import views
@@ -208,17 +207,7 @@ def split_pass(secret: str, n: int) -> dict[str, dict[str, float]]:
     timed(views, "validated", "validation")
     for name in ("suspend_run", "resume_run", "register_run", "decide", "start_admission"):
         timed(services, name, "statements")
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
-
-    class Local:
-        """The test client in the shape of common.Client."""
-
-        def call(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-            payload = json.dumps(body) if body is not None else ""
-            response = client.generic(method, path, payload, content_type="application/json")
-            return response.status_code, response.content
-
-    local: Any = Local()
+    local = in_process(secret)
     passes: dict[str, list[dict[str, float]]] = {}
     for number in range(SPLIT_PASSES + 1):  # the first pass warms up and is left out
         work = Round(n)
@@ -245,6 +234,21 @@ def split_pass(secret: str, n: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def in_process(secret: str) -> Any:
+    """Django's test client in the shape of common.Client: the same middleware and views, no server."""
+    from django.test import Client
+
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    class Local:
+        def call(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+            payload = json.dumps(body) if body is not None else ""
+            response = client.generic(method, path, payload, content_type="application/json")
+            return response.status_code, response.content
+
+    return Local()
+
+
 CALLS_REQUESTS = 100
 
 
@@ -258,17 +262,7 @@ def calls_pass(secret: str, n: int) -> dict[str, float]:
     """
     import sys
 
-    from django.test import Client
-
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
-
-    class Local:
-        def call(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-            payload = json.dumps(body) if body is not None else ""
-            response = client.generic(method, path, payload, content_type="application/json")
-            return response.status_code, response.content
-
-    local: Any = Local()
+    local = in_process(secret)
     calls = [0]
 
     def count(frame: Any, event: str, arg: Any) -> None:
