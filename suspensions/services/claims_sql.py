@@ -22,7 +22,6 @@ from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.utils import CursorWrapper
 from django.db.models import DateField, DateTimeField, Field, Func, Model
 from django.db.models.fields import AutoFieldMixin
 
@@ -31,6 +30,7 @@ from ..exceptions import NotFound
 from ..fixedsql import db
 from ..models import Admission, AdmissionState, Run, Suspension
 from ..principals import Principal
+from .batch import BATCH, Batch, batched, send, write  # noqa: F401 (Batch: named in the docs and tests)
 
 # Set by the equivalence test: the ORM twins on PostgreSQL as well.
 ORM_ONLY = False
@@ -151,60 +151,9 @@ def _lock_run_sql(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspen
 # -- writes --------------------------------------------------------------------------------------
 
 
-class Batch:
-    """The writes of one transition that wait to go to PostgreSQL together, as ONE statement.
-
-    Inside `transition()` an UPDATE, DELETE or INSERT that returns nothing
-    is kept here instead of being sent, and sent with the next statement
-    that must go anyway: `WITH w0 AS (write), w1 AS (write) <statement>`.
-    PostgreSQL runs every part of such a statement to completion, in one
-    snapshot, whether or not the last part reads them: so each part sees the
-    rows as they were before the statement, and the batch never holds two
-    writes of the same table (a second one sends the first before it waits).
-    The writes of different tables cannot see each other anyway: foreign
-    keys are checked at commit (Django creates them DEFERRABLE INITIALLY
-    DEFERRED) and these tables have no triggers. Any other statement on the
-    connection (a read, the ORM, an INSERT that returns its keys) sends the
-    waiting writes first, with it or just before it, so nothing ever reads
-    around a write it should see; the end of `transition()` sends the rest
-    before COMMIT. A refusal raised while writes wait sends nothing.
-    """
-
-    def __init__(self, conn: BaseDatabaseWrapper) -> None:
-        self.conn = conn
-        self.waiting: list[tuple[str, str, list[Any]]] = []  # (table, sql, params)
-
-    def add(self, table: str, sql: str, params: list[Any]) -> None:
-        if any(t == table for t, _, _ in self.waiting):
-            self.send()
-        self.waiting.append((table, sql, params))
-
-    def send(self, last: tuple[str, list[Any]] | None = None) -> CursorWrapper | None:
-        """The waiting writes, with `last` (sql, params) as the statement they precede, if any."""
-        waiting, self.waiting = self.waiting, []
-        if last is None:
-            if not waiting:
-                return None
-            _, *last = waiting.pop()  # type: ignore[assignment]
-        sql, params = last  # type: ignore[misc]
-        if waiting:
-            sql = "WITH " + ", ".join(f"w{n} AS ({w[1]})" for n, w in enumerate(waiting)) + " " + sql
-            params = [p for w in waiting for p in w[2]] + params
-        return fixedsql.execute(sql, params, self.conn)
-
-    def before_statement(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        """Django's execute wrapper: another statement first sends the waiting writes."""
-        if self.waiting:
-            self.send()
-        return execute(sql, params, many, context)
-
-
-BATCH = "_fixed_write_batch"
-
-
 @contextmanager
 def transition() -> Iterator[None]:
-    """`transaction.atomic()` for one transition, its fixed writes sent together (see Batch).
+    """`transaction.atomic()` for one transition, its fixed writes sent together (see batch.Batch).
 
     On other databases (the embedded SQLite), and when a transition is
     already open on the connection, it is `transaction.atomic()` alone.
@@ -214,33 +163,8 @@ def transition() -> Iterator[None]:
         if not enabled() or BATCH in conn.__dict__:
             yield
             return
-        batch = conn.__dict__[BATCH] = Batch(conn)
-        try:
-            with conn.execute_wrapper(batch.before_statement):
-                yield
-                if not conn.needs_rollback:  # set_rollback(True): the block ends quietly, as atomic's does
-                    batch.send()
-        finally:
-            del conn.__dict__[BATCH]
-
-
-def _write(conn: BaseDatabaseWrapper, table: str, sql: str, params: list[Any]) -> None:
-    """A write that returns nothing: kept for later inside a transition, sent now outside one."""
-    batch = conn.__dict__.get(BATCH)
-    if batch is not None:
-        batch.add(table, sql, params)
-    else:
-        fixedsql.execute(sql, params, conn)
-
-
-def _send(conn: BaseDatabaseWrapper, table: str, sql: str, params: list[Any]) -> CursorWrapper:
-    """A statement whose result is read: sent now, with the writes that wait."""
-    batch = conn.__dict__.get(BATCH)
-    if batch is not None:
-        if any(t == table for t, _, _ in batch.waiting):  # the same table: the waiting write goes first
-            batch.send()
-        return batch.send((sql, params))  # type: ignore[return-value]
-    return fixedsql.execute(sql, params, conn)
+        with batched(conn):
+            yield
 
 
 @functools.cache
@@ -264,7 +188,7 @@ def update(model: type[Model], where: dict[str, Any], **values: Any) -> None:
     names, keys = tuple(values), tuple(where)
     params = [_prepare(_field(model, n))(values[n], conn) for n in names]
     params += [_prepare(_field(model, k))(where[k], conn) for k in keys]
-    _write(conn, model._meta.db_table, _update_sql(model, names, keys), params)
+    write(conn, model._meta.db_table, _update_sql(model, names, keys), params)
 
 
 def update_run(run_id: UUID, **values: Any) -> None:
@@ -379,11 +303,11 @@ def insert(rows: Sequence[Model], *, keys: bool = True) -> None:
     generated = isinstance(pk, AutoFieldMixin)
     sql = _insert_sql(model, len(rows), returning=generated and keys)
     if generated and keys:  # the keys are read back: the statement goes now, with what waits
-        cursor = _send(conn, model._meta.db_table, sql, params)
+        cursor = send(conn, model._meta.db_table, sql, params)
         for row, (key,) in zip(rows, cursor.fetchall(), strict=True):
             setattr(row, pk.attname, key)
     else:
-        _write(conn, model._meta.db_table, sql, params)
+        write(conn, model._meta.db_table, sql, params)
     for row in rows:
         row._state.adding = False
         row._state.db = conn.alias
@@ -458,7 +382,7 @@ def _by_key_sql(kind: str) -> str:
 
 def _execute(kind: str, params: list[Any]) -> None:
     table = Suspension._meta.db_table if kind == "delete_pause" else Admission._meta.db_table
-    _write(db(), table, _by_key_sql(kind), params)
+    write(db(), table, _by_key_sql(kind), params)
 
 
 def close_started(run_id: UUID) -> None:

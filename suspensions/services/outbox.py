@@ -17,30 +17,27 @@ Event data carries ids, scope, state, revision, reasons, digests, tool names
 and the deadline; never a continuation, an admitted input or a secret.
 """
 
-import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from celery import current_app
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from .. import digests, scopes
 from ..models import (
     AdmissionSource,
     Event,
-    MessageStatus,
     OutboxEvent,
     Reason,
     RunState,
-    WebhookEndpoint,
     WebhookFormat,
 )
 from ..models import WebhookMessage as Message
-from . import claims, claims_sql
+from . import claims_sql, fan_out_steps
 
 log = logging.getLogger(__name__)
 
@@ -220,123 +217,20 @@ def fan_out(*, ids: Sequence[int] | None = None, older_than: timedelta | None = 
     does not hold is deferred (enqueued again shortly): the messages of a run
     are created in event order, which the per-run delivery order relies on.
     Notifies after the commit; a notifier's failure is logged, never raised.
-    On PostgreSQL the lock, the run-order check and the clock are one
-    statement, and the messages' insert and the rows' dispatch another.
+    Its three steps (hold, endpoints, dispatch) are in `fan_out_steps`.
     """
-    if claims_sql.enabled():  # the fixed SQL on PostgreSQL; the ORM on SQLite and under ORM_ONLY
-        return _fan_out_pg(ids=ids, older_than=older_than, limit=limit)
     with transaction.atomic():
-        now = claims.db_now()
-        query = OutboxEvent.objects.filter(dispatched_at__isnull=True)
-        if ids is not None:
-            query = query.filter(id__in=list(ids))
-        if older_than is not None:
-            query = query.filter(created_at__lte=now - older_than)
-        held = list(query.order_by("created_at").select_for_update(skip_locked=True)[:limit])
-        ready, deferred = _in_run_order(held)
-        messages = _messages(ready, now)
-        Message.objects.bulk_create(messages, ignore_conflicts=True)
-        OutboxEvent.objects.filter(id__in=[e.id for e in ready]).update(dispatched_at=now)
-        enqueue_delivery([m.id for m in messages])
-        if deferred:
-            enqueue_fan_out(deferred, countdown=DEFERRED_COUNTDOWN)
-    _notify(ready)
-    return FanOut(dispatched=ready, messages=len(messages), deferred=deferred)
-
-
-_OUTBOX = OutboxEvent._meta.db_table
-_MESSAGE = Message._meta.db_table
-_ENDPOINT = WebhookEndpoint._meta.db_table
-
-# The held events (locked SKIP LOCKED, oldest first, at most `limit`) in id order, with the statement's
-# clock and whether an earlier undispatched event of the run is outside what this call holds (held back).
-_HOLD_SQL = f"""
-WITH held AS (
-    SELECT * FROM {_OUTBOX}
-    WHERE dispatched_at IS NULL {{ids}} {{older}}
-    ORDER BY created_at
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-)
-SELECT h.*, statement_timestamp() AS fanned_at, EXISTS (
-    SELECT 1 FROM {_OUTBOX} o
-    WHERE o.run_id = h.run_id AND o.dispatched_at IS NULL AND o.id < h.id
-      AND NOT EXISTS (SELECT 1 FROM held x WHERE x.id = o.id)
-) AS held_back
-FROM held h
-ORDER BY h.id
-"""
-_HOLD = {
-    (by_id, by_age): _HOLD_SQL.format(
-        ids="AND id = ANY(%(ids)s)" if by_id else "",
-        older="AND created_at <= statement_timestamp() - make_interval(secs => %(older)s)" if by_age else "",
-    )
-    for by_id in (False, True)
-    for by_age in (False, True)
-}
-_ENDPOINTS_SQL = f"SELECT * FROM {_ENDPOINT} WHERE active AND scope = ANY(%s) ORDER BY created_at"
-# The messages (ON CONFLICT DO NOTHING, as bulk_create's ignore_conflicts) and the events' dispatch, together.
-_DISPATCH_SQL = f"""
-WITH written AS (
-    INSERT INTO {_MESSAGE} (id, scope, scope_l1, scope_l2, scope_l3, endpoint_id, event_id, run_id, type, body,
-                            status, attempts, next_attempt_at, created_at, delivered_at)
-    SELECT id, scope, scope_l1, scope_l2, scope_l3, endpoint_id, event_id, run_id, type, body,
-           %(pending)s, 0, %(now)s, %(now)s, NULL
-    FROM jsonb_to_recordset(%(messages)s::jsonb) AS x(
-        id uuid, scope text, scope_l1 text, scope_l2 text, scope_l3 text, endpoint_id uuid, event_id bigint,
-        run_id uuid, type text, body text
-    )
-    ON CONFLICT DO NOTHING
-)
-UPDATE {_OUTBOX} SET dispatched_at = %(now)s WHERE id = ANY(%(ids)s)
-"""
-_MESSAGE_COLUMNS = ("scope", "scope_l1", "scope_l2", "scope_l3", "event_id", "type", "body")
-
-
-def _fan_out_pg(*, ids: Sequence[int] | None, older_than: timedelta | None, limit: int) -> FanOut:
-    """`fan_out` in three statements, without the ORM compiling them on every call."""
-    params: dict[str, Any] = {"limit": limit}
-    if ids is not None:
-        params["ids"] = [int(i) for i in ids]
-    if older_than is not None:
-        params["older"] = older_than.total_seconds()
-    with transaction.atomic():
-        held = list(OutboxEvent.objects.raw(_HOLD[(ids is not None, older_than is not None)], params))
-        if not held:
+        now, ready, deferred = fan_out_steps.hold(ids, older_than, limit)
+        if now is None:
             return FanOut()
-        now: datetime = getattr(held[0], "fanned_at")  # noqa: B009 (the raw statement's own columns)
-        ready = [e for e in held if not getattr(e, "held_back")]  # noqa: B009
-        deferred = [e.id for e in held if getattr(e, "held_back")]  # noqa: B009
-        messages = _messages(ready, now, find=_active_endpoints) if ready else []
+        messages = _messages(ready, now) if ready else []
         if ready:
-            rows = [
-                {
-                    "id": str(m.id),
-                    "endpoint_id": str(m.endpoint_id),
-                    "run_id": None if m.run_id is None else str(m.run_id),
-                    **{c: getattr(m, c) for c in _MESSAGE_COLUMNS},
-                }
-                for m in messages
-            ]
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    _DISPATCH_SQL,
-                    {
-                        "messages": json.dumps(rows),
-                        "now": now,
-                        "pending": MessageStatus.PENDING.value,
-                        "ids": [e.id for e in ready],
-                    },
-                )
+            fan_out_steps.dispatch(messages, ready, now)
         enqueue_delivery([m.id for m in messages])
         if deferred:
             enqueue_fan_out(deferred, countdown=DEFERRED_COUNTDOWN)
     _notify(ready)
     return FanOut(dispatched=ready, messages=len(messages), deferred=deferred)
-
-
-def _active_endpoints(wanted: set[str]) -> list[WebhookEndpoint]:
-    return list(WebhookEndpoint.objects.raw(_ENDPOINTS_SQL, [sorted(wanted)]))
 
 
 def fan_out_lost(*, older_than: timedelta) -> int:
@@ -350,37 +244,13 @@ def fan_out_lost(*, older_than: timedelta) -> int:
             return total
 
 
-def _in_run_order(held: list[OutboxEvent]) -> tuple[list[OutboxEvent], list[int]]:
-    """(events to fan out now in id order, ids held back behind an earlier undispatched event of their run)."""
-    held.sort(key=lambda e: e.id)
-    runs = {e.run_id for e in held if e.run_id is not None}
-    if not runs:
-        return held, []
-    earlier: dict[Any, int] = {}
-    others = (
-        OutboxEvent.objects.filter(run_id__in=runs, dispatched_at__isnull=True)
-        .exclude(id__in=[e.id for e in held])
-        .values_list("run_id", "id")
-    )
-    for run_id, other in others:
-        earlier[run_id] = min(other, earlier.get(run_id, other))
-    ready = [e for e in held if e.run_id is None or e.id < earlier.get(e.run_id, e.id + 1)]
-    return ready, [e.id for e in held if e not in ready]
-
-
-def _orm_endpoints(wanted: set[str]) -> list[WebhookEndpoint]:
-    return list(WebhookEndpoint.objects.filter(active=True, scope__in=wanted).order_by("created_at"))
-
-
-def _messages(
-    events: list[OutboxEvent], now: datetime, find: Callable[[set[str]], list[WebhookEndpoint]] = _orm_endpoints
-) -> list[Message]:
+def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
     """One message per (event, active endpoint covering its scope and wanting its type)."""
     covering = {e.id: [p for p in scopes.levels(e.scope).values() if p] for e in events}
     wanted = {p for prefixes in covering.values() for p in prefixes}
     if not wanted:
         return []
-    endpoints = find(wanted)
+    endpoints = fan_out_steps.endpoints(wanted)
     messages = []
     for event in events:
         for endpoint in endpoints:
