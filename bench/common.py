@@ -459,19 +459,11 @@ class Gunicorn:
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the workers so far (Linux /proc): where a request's time goes."""
-        tick = os.sysconf("SC_CLK_TCK")
-        total = 0.0
         try:
             children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
         except OSError:
             return 0.0
-        for pid in children:
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += (int(fields[11]) + int(fields[12])) / tick
-        return total
+        return cpu_seconds([int(pid) for pid in children])
 
     def stop(self) -> None:
         self.process.terminate()
@@ -606,3 +598,15 @@ def round_ratios(phases: dict[str, list[dict[str, Any]]], reference: str, metric
         values = [r[metric] / b[metric] for r, b in zip(runs, ref, strict=False) if b[metric]]
         out[f"{key} / {reference}@{clients}"] = f"{median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
     return out
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU so far of these processes (Linux /proc); a process gone meanwhile counts nothing."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total

@@ -319,7 +319,7 @@ def main() -> None:
                 ),
             }
             checks = soak_checks.invariants(book, receiver, str(endpoint["id"]))
-            celery_cpu = soak_watch.cpu_seconds(soak_watch.tree(worker.pid))
+            celery_cpu = common.cpu_seconds(soak_watch.tree(worker.pid))
         finally:
             soak_watch.stop_worker(worker)
     receiver.close()

@@ -82,17 +82,6 @@ def rss_mib(pids: list[int]) -> float:
     return round(total / 1024, 1)
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
 # -- sampling ----------------------------------------------------------------------------------
 
 BACKGROUND = """
@@ -155,8 +144,8 @@ class Watch:
                 "gunicorn_pids": workers,
                 "gunicorn_rss_mib": rss_mib(workers),
                 "celery_rss_mib": rss_mib(celery),
-                "gunicorn_cpu_s": round(cpu_seconds(workers), 2),
-                "celery_cpu_s": round(cpu_seconds(celery), 2),
+                "gunicorn_cpu_s": round(common.cpu_seconds(workers), 2),
+                "celery_cpu_s": round(common.cpu_seconds(celery), 2),
                 "bench_cpu_s": round(time.process_time(), 2),
                 "postgres_cpu_s": round(self.pg_cpu, 2),
                 "machine_cpu_s": round(machine_cpu_seconds(), 2),
@@ -171,7 +160,7 @@ class Watch:
     def count_backends(self, pids: list[int]) -> None:
         """Add the CPU the bench database's backends used since the last sample (a new backend's, all of it)."""
         first = not self.pg_last
-        now = {pid: cpu_seconds([pid]) for pid in pids}
+        now = {pid: common.cpu_seconds([pid]) for pid in pids}
         self.pg_cpu += sum(cpu - self.pg_last.get(pid, cpu if first else 0.0) for pid, cpu in now.items())
         self.pg_last = now
 
