@@ -150,7 +150,10 @@ class Network:
         # A stylesheet answered with an HTML 404 is blocked (nosniff): a failure, not a response.
         # Only this page's requests count: the previous page's favicon fetch, aborted by the
         # navigation away from it, can report its failure after clear().
-        if any(request is sent for sent in self.requests):
+        # Chromium also cancels a page's own favicon fetch at will (net::ERR_ABORTED, no answer at all);
+        # a favicon that is missing still fails below, as an answer of 400 or more.
+        cancelled_icon = "favicon" in request.url and "ERR_ABORTED" in (request.failure or "")
+        if any(request is sent for sent in self.requests) and not cancelled_icon:
             self.failures.append(f"{request.url} {request.failure}")
 
     def clear(self) -> None:
