@@ -129,6 +129,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
 )
+# redis:// brokers: kombu's Redis transport keeping one client per channel (suspensions_project/broker.py).
+if CELERY_BROKER_URL.startswith("redis://"):
+    CELERY_BROKER_TRANSPORT = "suspensions_project.broker:Transport"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # Two queues: `celery` for the sweep, reminders and the webhook sweep; `push` for fan-outs and deliveries.
 # A worker consumes both unless told otherwise (-Q), taking from each in turn, so a backlog of deliveries
