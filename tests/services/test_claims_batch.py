@@ -159,22 +159,44 @@ def test_a_nested_transition_shares_the_outer_batch():
 
 
 @pytest.mark.django_db(transaction=True)  # connection.close() inside the test's atomic block would not reconnect
-def test_the_kept_cursor_lives_as_long_as_its_connection():
-    first = fixedsql.cursor().cursor
+def test_a_kept_cursor_lives_as_long_as_its_connection():
+    text = fixedsql.numbered("SELECT %s::int + 1")
+    first = fixedsql.cursor(text).cursor
     raw = connection.connection
-    assert fixedsql.cursor().cursor is first
+    assert fixedsql.cursor(text).cursor is first
     assert isinstance(first, fixedsql.PreparingCursor) and first.connection is raw
     connection.close()  # back to the pool: the next connection may be this one again, or another
-    again = fixedsql.cursor().cursor
+    again = fixedsql.cursor(text).cursor
     assert again.connection is connection.connection and (again is first) == (connection.connection is raw)
     raw = connection.connection
     raw.close()  # the connection is lost (a database restart): Django gets another one
     connection.close()
-    cursor = fixedsql.cursor()
+    cursor = fixedsql.cursor(text)
     assert connection.connection is not raw and cursor.cursor.connection is connection.connection
     assert cursor.cursor is not again and cursor.cursor is not first
     assert fixedsql.execute("SELECT %s::int + 1", [41]).fetchone() == (42,)
-    assert fixedsql.cursor().cursor is cursor.cursor
+    assert fixedsql.cursor(text).cursor is cursor.cursor
+
+
+def test_each_statement_keeps_its_cursor_and_its_loaders():
+    """psycopg keeps a cursor's loaders only while it runs the same query object again: one cursor a statement."""
+    add, now = "SELECT %s::int + 1, now()", "SELECT now(), %s::text"
+    a = fixedsql.execute(add, [1])
+    assert a.fetchone()[0] == 2
+    loaders = a.cursor._tx
+    b = fixedsql.execute(now, ["x"])
+    assert b.fetchone()[1] == "x"
+    assert b.cursor is not a.cursor
+    again = fixedsql.execute(add, [2])
+    assert again.cursor is a.cursor and again.fetchone()[0] == 3
+    assert again.cursor._tx is loaders  # the same Transformer: nothing built again for this statement
+
+
+def test_the_kept_cursors_of_a_connection_are_bounded(monkeypatch):
+    monkeypatch.setattr(fixedsql, "MAX_KEPT", 3)
+    for n in range(7):
+        assert fixedsql.execute(f"SELECT %s::int + {n}", [1]).fetchone() == (1 + n,)
+        assert len(fixedsql.db().__dict__["_kept_cursors"][1]) <= 3
 
 
 def test_orm_only_makes_a_transition_a_plain_atomic(monkeypatch):
