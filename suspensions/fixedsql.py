@@ -86,7 +86,7 @@ def cursor(text: str, conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
     conn.close_if_health_check_failed()
     conn.ensure_connection()
     raw = conn.connection
-    kept = conn.__dict__.get("_kept_cursors")
+    kept: tuple[Any, dict[str, tuple[PreparingCursor, CursorWrapper]]] | None = conn.__dict__.get("_kept_cursors")
     if kept is None or kept[0] is not raw or len(kept[1]) >= MAX_KEPT and text not in kept[1]:
         kept = conn.__dict__["_kept_cursors"] = (raw, {})
     pair = kept[1].get(text)
