@@ -18,13 +18,18 @@ Figures, all from one run:
   its interval at the median, 0.99 of it at p99).
 - (c) backlog drain: `--backlog` events queued while no worker runs, then
   the time from the worker's start to the last delivery.
+- (d) with `--chain K`: a chained backlog drain, `--chain-runs` runs of K
+  messages each (an endpoint wanting every type, so a run's messages wait on
+  each other), with the delivery tasks the worker ran per delivered message
+  (its `stats`). `--chain-only` takes only this one (results as push-chain).
 
 Every event is a real transition (T8 complete of a registered run, which
 announces `run.finished`): the outbox row, the fan-out and the delivery are
 the service's own (`suspensions.tasks.*`), nothing is simulated.
 
     BENCH_BROKER_URL=redis://127.0.0.1:6379/14 .venv/bin/python bench/push.py \
-        [--ops 50] [--events 1000] [--rate 5] [--latency-events 200] [--backlog 10000] [--workers 1,4]
+        [--ops 50] [--events 1000] [--rate 5] [--latency-events 200] [--backlog 10000] [--workers 1,4] \
+        [--chain 4 --chain-runs 500 [--chain-only]]
 """
 
 import json
@@ -291,7 +296,7 @@ def purge() -> None:
     app.control.purge()
 
 
-def endpoint(receiver: Receiver) -> None:
+def endpoint(receiver: Receiver, event_types: list[str] | None = None) -> None:
     from suspensions.services import webhooks
 
     who = common.principal(SCOPE, ["operator"])
@@ -299,7 +304,7 @@ def endpoint(receiver: Receiver) -> None:
         principal=who,
         scope=SCOPE,
         url=f"http://127.0.0.1:{receiver.port}/hooks",
-        event_types=["run.finished"],
+        event_types=["run.finished"] if event_types is None else event_types,
         description="bench receiver",
     )
 
@@ -325,11 +330,88 @@ def commit_events(n: int, rate: float = 0.0) -> dict[str, float]:
     return committed
 
 
-def fresh(receiver: Receiver) -> None:
+def commit_chains(runs: int, chain: int) -> None:
+    """`runs` runs announcing `chain` events each (1 + 3c): c cycles of suspend for approval, approve, start, then complete.
+
+    A cycle announces approval.requested (the suspend), approval.decided and
+    admission.created (the approve, one transaction); the complete, run.finished.
+    """
+    from suspensions import services
+
+    who = common.principal(SCOPE, ["engine", "approver"])
+    for run_id in common.bulk_runs(runs, SCOPE):
+        revision = 1
+        for _ in range((chain - 1) // 3):
+            s = suspend_at(who, run_id, revision)
+            version = services.Version(run_id=run_id, suspension_id=s.id, run_revision=s.run.revision)
+            claimed = services.approve(principal=who, suspension_id=s.id, version=version)
+            revision = services.start_admission(principal=who, admission_id=claimed.admission.id).run.revision
+        services.complete_run(principal=who, run_id=run_id, revision=revision)
+
+
+def suspend_at(who: Any, run_id: Any, revision: int) -> Any:
+    from suspensions import services
+
+    pending, continuation = common.pending_call(), common.continuation()
+    return services.suspend_run(
+        principal=who, run_id=run_id, revision=revision, reason="approval", pending=pending, continuation=continuation
+    )
+
+
+def tasks_run(worker: "Worker", settle: float = 2.0) -> dict[str, int]:
+    """The worker's count of the tasks it ran, by name (its remote-control `stats`), once it stops changing.
+
+    The last delivery is not the last task: tasks enqueued behind it (no-ops
+    for messages already delivered) still run, and count.
+    """
+    from suspensions_project.celery import app
+
+    last: dict[str, int] | None = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        stats = app.control.inspect(destination=[worker.name], timeout=5.0).stats() or {}
+        total = dict(stats.get(worker.name, {}).get("total", {}))
+        if total == last:
+            return total
+        last = total
+        time.sleep(settle)
+    return last or {}
+
+
+def chained_drain(receiver: Receiver, processes: int, runs: int, chain: int, timeout: float) -> dict[str, Any]:
+    """`runs` chains of `chain` messages each queued with no worker (an endpoint wanting every type), then drained."""
+    fresh(receiver, event_types=[])
+    commit_chains(runs, chain)
+    messages = runs * chain
+    worker = Worker(processes)
+    try:
+        done = receiver.wait_for(messages, timeout)
+        tasks = tasks_run(worker)
+    finally:
+        worker.stop()
+    times = receiver.times()
+    span = times[-1] - times[0] if times else 0.0
+    deliveries = tasks.get(DELIVER_TASK, 0)
+    return {
+        "processes": processes,
+        "runs": runs,
+        "chain": chain,
+        "delivered": len(times),
+        "posts": receiver.posts,
+        "complete": done,
+        "per_second": round((len(times) - 1) / span, 1) if span > 0 else None,
+        "seconds_from_start": round(times[-1] - worker.started, 2) if times else None,
+        "delivery_tasks": deliveries,
+        "tasks_per_delivered": round(deliveries / len(times), 2) if times else None,
+        "fan_out_tasks": tasks.get("suspensions.tasks.fan_out_outbox", 0),
+    }
+
+
+def fresh(receiver: Receiver, event_types: list[str] | None = None) -> None:
     reset()
     purge()
     receiver.clear()
-    endpoint(receiver)
+    endpoint(receiver, event_types)
 
 
 def drain(receiver: Receiver, processes: int, events: int, timeout: float) -> dict[str, Any]:
@@ -394,7 +476,29 @@ def latency(receiver: Receiver, processes: int, events: int, rate: float) -> dic
 # -- report ----------------------------------------------------------------------------------
 
 
+def chain_report(data: dict[str, Any]) -> list[str]:
+    first = data["chained"][0]
+    title = (
+        f"### Chained backlog drain ({first['runs']} runs x {first['chain']} messages, one endpoint wanting every type)"
+    )
+    rows = [
+        [
+            d["processes"],
+            d["delivered"],
+            d["seconds_from_start"],
+            d["per_second"],
+            d["tasks_per_delivered"],
+            d["complete"],
+        ]
+        for d in data["chained"]
+    ]
+    headers = ["worker processes", "delivered", "worker start to last (s)", "deliveries/s", "delivery tasks / message"]
+    return ["", title, "", common.table([*headers, "all"], rows)]
+
+
 def report(data: dict[str, Any]) -> str:
+    if "throughput" not in data and data.get("chained"):
+        return "\n".join(chain_report(data)[1:])
     parts = ["### Push: the outbox's statements per transition (goal: 1)", ""]
     rows = [
         [k, v["statements"], v["outbox"], v["without_outbox"], v.get("wire_statements", ""), v.get("round_trips", "")]
@@ -433,6 +537,8 @@ def report(data: dict[str, Any]) -> str:
     parts.append(
         common.table(["worker processes", "delivered", "worker start to last (s)", "deliveries/s", "all"], rows)
     )
+    if data.get("chained"):
+        parts += chain_report(data)
     return "\n".join(parts)
 
 
@@ -446,28 +552,38 @@ def main() -> int:
     p.add_argument("--latency-events", type=int, default=200)
     p.add_argument("--backlog", type=int, default=10000)
     p.add_argument("--workers", default="1,4")
+    p.add_argument("--chain", type=int, default=0, help="messages per run (1, 4, 7...) of a chained backlog drain")
+    p.add_argument("--chain-runs", type=int, default=500, help="runs of the chained backlog drain")
+    p.add_argument("--chain-only", action="store_true", help="take only the chained drain (results as push-chain)")
     args = p.parse_args()
+    if args.chain and (args.chain - 1) % 3:
+        raise SystemExit("--chain is 1 + 3c: 1, 4, 7, ...")
     os.environ["CELERY_BROKER_URL"] = broker_url()
     # One INFO line per transition would drown the figures.
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     common.setup_django()
     reset()
     data: dict[str, Any] = {"machine": common.machine(), "broker": broker_url(), "ops": args.ops}
-    data["statements"] = statements(args.ops)
     data["missing"] = missing_parts()
+    if not args.chain_only:
+        data["statements"] = statements(args.ops)
     if not data["missing"]:
         workers = [int(w) for w in args.workers.split(",")]
         data.update(events=args.events, rate=args.rate, backlog=args.backlog)
         receiver = Receiver()
         try:
-            data["throughput"] = [drain(receiver, n, args.events, 300) for n in workers]
-            data["latency"] = [latency(receiver, n, args.latency_events, args.rate) for n in workers]
-            data["drain"] = [drain(receiver, n, args.backlog, 1800) for n in workers[-1:]]
+            if not args.chain_only:
+                data["throughput"] = [drain(receiver, n, args.events, 300) for n in workers]
+                data["latency"] = [latency(receiver, n, args.latency_events, args.rate) for n in workers]
+                data["drain"] = [drain(receiver, n, args.backlog, 1800) for n in workers[-1:]]
+            if args.chain:
+                data["chained"] = [chained_drain(receiver, n, args.chain_runs, args.chain, 1800) for n in workers]
         finally:
             receiver.close()
             reset()
             purge()
-    common.write_result("push", data, report(data))
+    # A chained drain alone is written apart: docs/benchmarks.md's push block keeps the full run's figures.
+    common.write_result("push-chain" if args.chain_only else "push", data, report(data))
     return 1 if data["missing"] else 0
 
 

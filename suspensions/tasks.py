@@ -84,9 +84,12 @@ def fan_out_outbox(ids: list[int] | None = None) -> int:
     ignore_result=True,
 )
 def deliver_messages(message_ids: list[str]) -> None:
-    """Deliver each message that is due and free (services.delivery); the others are left to their task or the beat."""
+    """Deliver each message that is due and free, then the next ones of its run it frees (delivery.deliver_in_order).
+
+    The others are left to their task or the beat.
+    """
     for message_id in message_ids:
-        delivery.deliver(message_id)
+        delivery.deliver_in_order(message_id)
 
 
 @shared_task(

@@ -11,7 +11,13 @@ receivers dedupe on `webhook-id`, the message id).
 
 Order: a message is not claimed while an earlier message (smaller event id)
 of the same run to the same endpoint is still pending; when one is settled,
-the next of its run is enqueued.
+the next of its run is enqueued. A delivery task (`deliver_in_order`)
+delivers that next one itself instead, right after, up to CHAIN_LIMIT
+messages or CHAIN_SECONDS, then enqueues the rest: a run's chain of messages
+costs one task, not one per message plus a no-op per blocked one
+(docs/benchmarks.md, "Chained backlog drain"). The fan-out enqueues only the
+first message of each (endpoint, run) in its batch for the same reason; the
+beat's `deliver_due` stays the net under every hand-over.
 
 Retries: each failed attempt n waits WEBHOOK_RETRY_SCHEDULE[n-1] (with ±20%
 jitter); past the schedule the message is `failed`. Waits up to
@@ -45,6 +51,10 @@ log = logging.getLogger(__name__)
 COUNTDOWN_LIMIT = 300.0
 JITTER = 0.2
 GONE = 410
+# A task delivers the run's next messages itself up to this many, or while this little time has passed, so a
+# long chain (or a slow receiver) does not keep a worker from the other runs' messages; the rest is enqueued.
+CHAIN_LIMIT = 8
+CHAIN_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -179,20 +189,33 @@ def send(outgoing: Outgoing) -> outbound.Outcome:
 def record(outgoing: Outgoing, outcome: outbound.Outcome) -> str:
     """Write the attempt and settle the message: delivered, retried later, or failed. Returns the metric outcome.
 
+    The run's next message, if settling this one freed it, is enqueued (see `settle`).
+    """
+    result, following = settle(outgoing, outcome)
+    if following is not None:
+        outbox.enqueue_delivery([following])
+    return result
+
+
+def settle(outgoing: Outgoing, outcome: outbound.Outcome) -> tuple[str, UUID | None]:
+    """`record` without the enqueue: (the metric outcome, the run's next pending message it freed or None).
+
     One short transaction: on a 410 the endpoint row is locked first (it is
     disabled and all its pending messages fail), then the message row. A
-    delivered attempt on PostgreSQL is one statement (`_DELIVERED_SQL`).
+    delivered attempt on PostgreSQL is one statement (`_DELIVERED_SQL`). The
+    next message is there only when this one is settled (delivered, failed,
+    gone); the caller owes it a delivery: enqueued, or delivered at once.
     """
     if outcome.delivered and claims_sql.enabled():
-        result = _record_delivered(outgoing, outcome)
+        result, following = _record_delivered(outgoing, outcome)
     else:
-        result = _record(outgoing, outcome)
+        result, following = _record(outgoing, outcome)
     metrics.webhook_delivery(result)
     # The endpoint's id, never its URL: a receiver's URL may carry its token.
     line: dict[str, Any] = {"message_id": str(outgoing.id), "endpoint_id": str(outgoing.endpoint_id), "outcome": result}
     line |= {"status_code": outcome.status_code, "error": outcome.error, "duration_ms": outcome.duration_ms}
     log.info("webhook attempt %s: %s", outgoing.id, result, extra=line)
-    return result
+    return result, following
 
 
 # A delivered attempt: the message settled (whatever another attempt did meanwhile: the receiver has it),
@@ -216,7 +239,7 @@ SELECT (SELECT number FROM a),
 """
 
 
-def _record_delivered(outgoing: Outgoing, outcome: outbound.Outcome) -> str:
+def _record_delivered(outgoing: Outgoing, outcome: outbound.Outcome) -> tuple[str, UUID | None]:
     params: dict[str, Any] = {
         "id": outgoing.id,
         "at": outgoing.claimed_at,
@@ -230,13 +253,11 @@ def _record_delivered(outgoing: Outgoing, outcome: outbound.Outcome) -> str:
         cursor.execute(_DELIVERED_SQL, params)
         number, following = cursor.fetchone()
     if number is None:
-        return "stale"  # its endpoint was deleted meanwhile, messages and all
-    if following is not None:
-        outbox.enqueue_delivery([following])
-    return "delivered"
+        return "stale", None  # its endpoint was deleted meanwhile, messages and all
+    return "delivered", following
 
 
-def _record(outgoing: Outgoing, outcome: outbound.Outcome) -> str:
+def _record(outgoing: Outgoing, outcome: outbound.Outcome) -> tuple[str, UUID | None]:
     with transaction.atomic():
         now = db_now()
         gone = outcome.status_code == GONE
@@ -244,7 +265,7 @@ def _record(outgoing: Outgoing, outcome: outbound.Outcome) -> str:
             _disable(outgoing.endpoint_id, now)
         message = WebhookMessage.objects.select_for_update().filter(pk=outgoing.id).first()
         if message is None:
-            return "stale"  # its endpoint was deleted meanwhile, messages and all
+            return "stale", None  # its endpoint was deleted meanwhile, messages and all
         number = message.attempts + 1
         DeliveryAttempt.objects.create(
             message=message,
@@ -257,10 +278,10 @@ def _record(outgoing: Outgoing, outcome: outbound.Outcome) -> str:
         result, fields = _settle(message, outcome, number, now, gone)
         WebhookMessage.objects.filter(pk=message.pk).update(attempts=number, **fields)
         if result in ("delivered", "failed", "gone"):
-            _next_of_run(outgoing)
-        elif "next_attempt_at" in fields:
+            return result, _next_of_run(outgoing)
+        if "next_attempt_at" in fields:
             _retry_soon(outgoing.id, (fields["next_attempt_at"] - now).total_seconds())
-    return result
+    return result, None
 
 
 def _settle(
@@ -293,11 +314,11 @@ def _disable(endpoint_id: UUID, now: datetime) -> None:
     )
 
 
-def _next_of_run(outgoing: Outgoing) -> None:
-    """Enqueue the run's next pending message to this endpoint, now free to go."""
+def _next_of_run(outgoing: Outgoing) -> UUID | None:
+    """The run's next pending message to this endpoint, now free to go."""
     if outgoing.run_id is None:
-        return
-    following = (
+        return None
+    return (
         WebhookMessage.objects.filter(
             endpoint_id=outgoing.endpoint_id, run_id=outgoing.run_id, status=MessageStatus.PENDING
         )
@@ -305,8 +326,6 @@ def _next_of_run(outgoing: Outgoing) -> None:
         .values_list("id", flat=True)
         .first()
     )
-    if following is not None:
-        outbox.enqueue_delivery([following])
 
 
 def _retry_soon(message_id: UUID, wait: float) -> None:
@@ -321,6 +340,32 @@ def deliver(message_id: UUID | str | None = None) -> str | None:
     if outgoing is None:
         return None
     return record(outgoing, send(outgoing))
+
+
+def deliver_in_order(
+    message_id: UUID | str, *, limit: int = CHAIN_LIMIT, max_seconds: float = CHAIN_SECONDS
+) -> list[str]:
+    """Deliver `message_id`, then each next message of its run its settling frees, in this call; their outcomes.
+
+    What the delivery task runs. Each message is claimed as `deliver` claims
+    it (due, free, none earlier of its run pending): one that is not (taken by
+    another worker, leased, waiting a retry) ends the chain there, its own
+    task, countdown or the beat has it. Past `limit` messages or `max_seconds`
+    the next one is enqueued instead, as `record` does.
+    """
+    began = time.monotonic()
+    results: list[str] = []
+    following: UUID | str | None = message_id
+    while following is not None:
+        if results and (len(results) >= limit or time.monotonic() - began >= max_seconds):
+            outbox.enqueue_delivery([following])
+            break
+        outgoing = claim(following)
+        if outgoing is None:
+            break
+        result, following = settle(outgoing, send(outgoing))
+        results.append(result)
+    return results
 
 
 def deliver_due(*, max_seconds: float) -> int:

@@ -12,6 +12,9 @@ last step of the lock order in services.claims), writes one WebhookMessage
 per active endpoint whose scope covers the event's and whose types want it,
 marks the rows dispatched, commits; then enqueues the messages' delivery and
 calls `notify.on_outbox_event` for each row. No network I/O under the lock.
+Only the first message of each (endpoint, run) in a fan-out is enqueued: the
+later ones could not be claimed before it settles, and its settling hands
+over the next (services.delivery); the beat's pass is the net.
 
 Event data carries ids, scope, state, revision, reasons, digests, tool names
 and the deadline; never a continuation, an admitted input or a secret.
@@ -226,11 +229,28 @@ def fan_out(*, ids: Sequence[int] | None = None, older_than: timedelta | None = 
         messages = _messages(ready, now) if ready else []
         if ready:
             fan_out_steps.dispatch(messages, ready, now)
-        enqueue_delivery([m.id for m in messages])
+        enqueue_delivery(first_of_each_run(messages))
         if deferred:
             enqueue_fan_out(deferred, countdown=DEFERRED_COUNTDOWN)
     _notify(ready)
     return FanOut(dispatched=ready, messages=len(messages), deferred=deferred)
+
+
+def first_of_each_run(messages: list[Message]) -> list[Any]:
+    """The ids of `messages` (in event order) with no earlier one of this batch to the same endpoint for their run.
+
+    A later one of a run is delivered when the earlier one settles: the
+    settling reads it (it is committed with the earlier one, so it is seen)
+    and hands it over, in the same task or a new one (delivery.settle).
+    """
+    seen: set[tuple[Any, Any]] = set()
+    first = []
+    for m in messages:
+        key = (m.endpoint_id, m.run_id)
+        if m.run_id is None or key not in seen:
+            first.append(m.id)
+        seen.add(key)
+    return first
 
 
 def fan_out_lost(*, older_than: timedelta) -> int:

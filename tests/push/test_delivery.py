@@ -211,3 +211,88 @@ def test_deliveries_are_counted_by_outcome_and_the_backlog_is_a_gauge(receiver):
     message_to(endpoint)
     assert delivered() == before + 1
     assert "suspensions_webhook_backlog 1.0" in metrics.exposition().decode()
+
+
+def denied_run(endpoint):
+    """The run's three messages to `endpoint` (approval.requested, approval.decided, run.finished), one fan-out."""
+    s = paused(endpoint.scope)
+    services.deny_approval(
+        principal=principal("user:bob"),
+        suspension_id=s.id,
+        version=services.Version(run_id=s.run_id, suspension_id=s.id, run_revision=2),
+        reason="no",
+    )
+    outbox.fan_out()
+    return list(WebhookMessage.objects.filter(endpoint=endpoint).order_by("event_id"))
+
+
+def delivery_tasks(enqueued):
+    return [args[0][0] for name, args in enqueued if name == outbox.DELIVER_TASK]
+
+
+def types_received(r):
+    return [json.loads(x.body)["type"] for x in r.requests]
+
+
+def test_a_chain_of_three_is_enqueued_once_and_one_task_delivers_it_in_order(receiver, enqueued):
+    r = receiver()
+    requested, decided, finished = denied_run(make_endpoint(url=r.url))
+    # Only the first of the run is handed to a worker: the later two wait behind it anyway.
+    assert delivery_tasks(enqueued) == [str(requested.id)]
+    assert delivery.deliver_in_order(str(requested.id)) == ["delivered"] * 3
+    assert types_received(r) == ["approval.requested", "approval.decided", "run.finished"]
+    assert r.ids() == [str(m.id) for m in (requested, decided, finished)]
+    assert delivery_tasks(enqueued) == [str(requested.id)]  # no task more
+    assert set(WebhookMessage.objects.values_list("status", flat=True)) == {MessageStatus.DELIVERED}
+
+
+def test_a_middle_message_that_fails_for_good_still_lets_its_run_go_on(receiver, enqueued):
+    r = receiver(statuses=[200, 500, 500, 500])
+    requested, decided, finished = denied_run(make_endpoint(url=r.url))
+    # Delivered, then the next one's first attempt fails: the chain stops there and waits out the retry.
+    assert delivery.deliver_in_order(str(requested.id)) == ["delivered", "retry"]
+    assert delivery.deliver(finished.id) is None  # its run's earlier message is still pending
+    assert delivery_tasks(enqueued)[-1] == str(decided.id)  # the retry's countdown task
+    due_now(decided)
+    assert delivery.deliver_in_order(str(decided.id)) == ["retry"]
+    due_now(decided)
+    # Past the schedule it fails, and the run's next message goes at once.
+    assert delivery.deliver_in_order(str(decided.id)) == ["failed", "delivered"]
+    assert types_received(r) == ["approval.requested"] + ["approval.decided"] * 3 + ["run.finished"]
+    statuses = [m.status for m in WebhookMessage.objects.filter(pk__in=[requested.pk, decided.pk, finished.pk])]
+    assert sorted(statuses) == sorted([MessageStatus.DELIVERED, MessageStatus.FAILED, MessageStatus.DELIVERED])
+    finished.refresh_from_db()
+    assert finished.status == MessageStatus.DELIVERED
+
+
+def test_past_its_limit_a_task_hands_the_rest_of_the_chain_to_a_new_task(receiver, enqueued):
+    r = receiver()
+    requested, decided, finished = denied_run(make_endpoint(url=r.url))
+    assert delivery.deliver_in_order(str(requested.id), limit=1) == ["delivered"]
+    assert delivery_tasks(enqueued) == [str(requested.id), str(decided.id)]
+    assert delivery.deliver_in_order(str(decided.id), limit=1) == ["delivered"]
+    assert delivery.deliver_in_order(str(finished.id), limit=1) == ["delivered"]
+    assert types_received(r) == ["approval.requested", "approval.decided", "run.finished"]
+
+
+def test_a_later_message_that_another_worker_holds_ends_the_chain_and_is_delivered_once(receiver, enqueued):
+    r = receiver()
+    requested, decided, finished = denied_run(make_endpoint(url=r.url))
+    assert delivery.deliver(requested.id) == "delivered"
+    taken = delivery.claim(decided.id)  # another worker's claim, its send still to come
+    assert taken is not None
+    assert delivery.deliver_in_order(str(decided.id)) == []
+    assert delivery.record(taken, delivery.send(taken)) == "delivered"
+    assert delivery_tasks(enqueued)[-1] == str(finished.id)
+    assert delivery.deliver_in_order(str(finished.id)) == ["delivered"]
+    assert r.ids() == [str(m.id) for m in (requested, decided, finished)]
+
+
+def test_a_410_in_the_middle_of_a_chain_fails_the_rest_and_sends_nothing_more(receiver, enqueued):
+    r = receiver(statuses=[200, 410])
+    endpoint = make_endpoint(url=r.url)
+    requested, decided, finished = denied_run(endpoint)
+    assert delivery.deliver_in_order(str(requested.id)) == ["delivered", "gone"]
+    assert types_received(r) == ["approval.requested", "approval.decided"]
+    finished.refresh_from_db()
+    assert finished.status == MessageStatus.FAILED

@@ -291,3 +291,20 @@ def test_the_beat_fans_out_only_events_whose_task_is_overdue(monkeypatch):
     OutboxEvent.objects.update(created_at=db_now() - timedelta(minutes=10))
     assert outbox.fan_out_lost(older_than=timedelta(minutes=5)) == 1
     assert WebhookEndpoint.objects.count() == 0 and WebhookMessage.objects.count() == 0
+
+
+def test_a_fan_out_enqueues_only_the_first_message_of_each_run_to_each_endpoint(monkeypatch):
+    sent = []
+    monkeypatch.setattr(outbox, "enqueue_delivery", lambda ids, countdown=None: sent.extend(str(i) for i in ids))
+    workspace, team = make_endpoint("acme"), make_endpoint("acme/support")
+    s = paused(scope="acme/support")
+    services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
+    other = paused(scope="acme/support")
+    outbox.fan_out()
+    messages = WebhookMessage.objects.order_by("event_id", "endpoint__created_at")
+    assert messages.count() == 8  # (requested, decided, created) x 2 endpoints, and the other run's requested x 2
+    first = {
+        (m.endpoint_id, m.run_id): str(m.id) for m in reversed(messages)
+    }  # the earliest message of each (endpoint, run)
+    assert sorted(sent) == sorted(first.values())
+    assert {(e, r) for e, r in first} == {(x.id, y) for x in (workspace, team) for y in (s.run_id, other.run_id)}
