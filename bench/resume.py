@@ -7,7 +7,12 @@ One workload three ways, interleaved round by round, median of the rounds:
   wrapper, replayed with fresh ids through a ClientCursor as Django does);
 - S-in: the service functions called in-process;
 - S-http: the HTTP API under gunicorn (gthread, keep-alive), driven by
-  keep-alive http.client connections in threads on 127.0.0.1.
+  keep-alive http.client connections in threads on 127.0.0.1;
+- F-http: the floor (bench/floor_app.py: a DRF view, a bearer token checked
+  by one indexed SELECT, one indexed SELECT of the run) twice per cycle, on
+  the same gunicorn and connections: what two requests cost on this stack
+  before the service does anything. S-http / F-http is the service's share;
+  F-http / R1 is the ceiling any DRF request pair reaches against R1.
 
 A cycle is one pause (T2) plus one one-shot resume (T3) of a registered run;
 runs are registered beforehand with COPY. Counts come from a separate pass
@@ -208,14 +213,24 @@ def http_cycle(client: common.Client, run_id: Any, lat: list[float]) -> None:
     lat += [t1 - t0, t2 - t1]
 
 
-def s_http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int) -> dict[str, Any]:
+def floor_cycle(client: common.Client, run_id: Any, lat: list[float]) -> None:
+    """F-http: the floor endpoint twice (in place of the pause and the resume), on a registered run."""
+    for _ in range(2):
+        t0 = time.perf_counter()
+        status, body = client.call("GET", f"/api/v1/bench/floor/{run_id}")
+        assert status == 200, body[:300]
+        lat.append(time.perf_counter() - t0)
+
+
+def http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int, cycle: Any = http_cycle) -> dict[str, Any]:
+    """`ops` cycles over keep-alive connections, `clients` at once (S-http; F-http with `floor_cycle`)."""
     chunks = common.split(common.bulk_runs(ops, SCOPE), clients)
     conns = [common.Client(server.port, secret) for _ in range(clients)]
 
     def work(i: int) -> list[float]:
         lat: list[float] = []
         for run_id in chunks[i]:
-            http_cycle(conns[i], run_id, lat)
+            cycle(conns[i], run_id, lat)
         return lat
 
     cpu, server_cpu = time.process_time(), server.cpu_seconds()
@@ -380,8 +395,9 @@ def main() -> dict[str, Any]:
     replay = capture_templates()
 
     phases: dict[str, list[dict[str, Any]]] = {}
-    with common.Gunicorn(url, workers=args.workers, threads=args.threads) as server:
-        plan = [("R1", c) for c in levels] + [("S-in", c) for c in levels if c <= 8] + [("S-http", c) for c in levels]
+    with common.Gunicorn(url, workers=args.workers, threads=args.threads, app="bench.floor_app:application") as server:
+        plan = [("R1", c) for c in levels] + [("S-in", c) for c in levels if c <= 8]
+        plan += [(way, c) for c in levels for way in ("S-http", "F-http")]
         for round_no in range(args.rounds):
             # Rotate the order each round so no way always runs first (warm caches, autovacuum).
             order = plan[round_no % len(plan) :] + plan[: round_no % len(plan)]
@@ -392,7 +408,7 @@ def main() -> dict[str, Any]:
                 elif way == "S-in":
                     result = s_in_phase(clients, ops)
                 else:
-                    result = s_http_phase(server, secret, clients, ops)
+                    result = http_phase(server, secret, clients, ops, floor_cycle if way == "F-http" else http_cycle)
                 phases.setdefault(f"{way}@{clients}", []).append(result)
                 print(f"round {round_no + 1} {way}@{clients}: {result}", flush=True)
     figures = {key: {k: round(common.median([r[k] for r in runs]), 3) for k in runs[0]} for key, runs in phases.items()}
@@ -403,7 +419,10 @@ def main() -> dict[str, Any]:
         "args": vars(args),
         "figures": figures,
         "rounds": phases,
-        "ratios": common.round_ratios(phases, "R1", "cycles_per_s"),
+        "ratios": common.round_ratios(phases, "R1", "cycles_per_s")
+        | common.round_ratios(
+            {k: v for k, v in phases.items() if k.startswith(("S-http", "F-http"))}, "F-http", "cycles_per_s"
+        ),
         "counts": counts,
         "statements": {kind: [sql for sql, _p, _m in stmts] for kind, stmts in replay.statements.items()},
     }
