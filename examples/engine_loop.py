@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             with Client(args.url, args.approve_with_token) as approver:
                 approver.decide(pause.id, pause.version, "approve", reason="approved by the demo's own token")
 
+        how = f"polling every {args.poll:g} s" + (", woken by webhooks" if inbox is not None else "")
+        print(f"waiting for the decision ({how})", flush=True)
         outcome = client.wait_for_admission(
             pause.run_id, pause.id, timeout=args.timeout, poll_interval=args.poll, inbox=inbox
         )

@@ -31,6 +31,16 @@ def start(script, base_url, token, *args):
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
 
 
+def read_until(proc, line):
+    """The example's output up to and including `line` (read as it comes); fails if the example ends first."""
+    seen = []
+    for got in proc.stdout:
+        seen.append(got)
+        if got.rstrip("\n") == line:
+            return "".join(seen)
+    pytest.fail(f"the example ended before printing {line!r}:\n{''.join(seen)}")
+
+
 def finished(proc):
     try:
         output, _ = proc.communicate(timeout=120)
@@ -81,8 +91,13 @@ def test_the_engine_loop_wakes_on_the_webhook_of_the_decision(base_url, token, a
     worker()
     secret = token("acme", ["engine", "operator"], "engine-operator")
     proc = start(ENGINE_LOOP, base_url, secret, "--scope", "acme", "--webhook-port", str(free_port()), "--poll", "600")
-    decide_when_asked(approver, "support-agent", "approve")
+    wait_for(lambda: approver.list_approvals(agent_id="support-agent").results, "the engine's approval request")
+    # Decide only once the engine waits: decided before its first look at the run, it would need no wake-up.
+    before = read_until(proc, "waiting for the decision (polling every 600 s, woken by webhooks)")
+    pause = approver.list_approvals(agent_id="support-agent").results[0]
+    approver.decide(pause.id, pause.version, "approve")
     code, output = finished(proc)
+    output = before + output
     assert code == 0, output
     assert "webhook: approval.decided" in output and "completed at revision 4" in output
     assert WebhookEndpoint.objects.get().active is False  # disabled at exit
