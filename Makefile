@@ -20,6 +20,12 @@ RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/v
 	EMAIL_BACKEND=$${EMAIL_BACKEND:-django.core.mail.backends.filebased.EmailBackend} \
 	EMAIL_FILE_PATH=$${EMAIL_FILE_PATH:-$(CURDIR)/var/mail} CONSOLE_BASE_URL=$${CONSOLE_BASE_URL:-http://127.0.0.1:$(PORT)}
 
+# `make test` runs the whole suite, slow and browser tests included, in this many pytest-xdist
+# workers (TEST_WORKERS=0: one process). Sized for the 2-core machine CI runs on; each worker has
+# its own test database (test_<name>_gwN) and Redis database (the broker's number minus N,
+# tests/conftest.py), and starts its own servers, Celery workers and Chromium on free ports.
+TEST_WORKERS ?= 2
+
 .PHONY: install install-runtime lock run check test lint services browser proxy bench clean
 
 # Everything: the runtime set and the development/test set (test, lint, bench).
@@ -103,7 +109,7 @@ test: install services browser proxy
 	.venv/bin/ruff format --check .
 	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project clients/python/src
 	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run
-	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 bench: install services proxy
 	$(TEST_ENV) $(PY) bench/run_all.py

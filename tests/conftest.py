@@ -1,4 +1,6 @@
+import os
 from collections.abc import Callable, Iterable, Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
@@ -6,8 +8,49 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from suspensions.tokens import create_token
+from suspensions_project.celery import app as celery_app
 
 from .helpers import client
+
+REDIS_DATABASES = 16  # redis-server's default `databases`: numbers 0 to 15
+
+
+def broker_of_worker(url: str, worker: str) -> str:
+    """The Redis broker of xdist worker `gwN`: database (base - N), so parallel workers never share a queue.
+
+    Each worker's Celery workers start with --purge and consume whatever is queued: on one broker
+    they would purge, or run against the wrong test database, the tasks of another xdist worker.
+    Counting down keeps the base for gw0 (and for a serial run), as TEST_ENV and each developer set it.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss"):
+        return url
+    base = int(parts.path.strip("/") or 0)
+    number = base - int(worker.removeprefix("gw"))
+    if not 0 <= number < REDIS_DATABASES:
+        raise pytest.UsageError(f"xdist worker {worker} has no Redis database below {url}: raise its number")
+    return urlunsplit(parts._replace(path=f"/{number}"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist, this worker's own broker, for this process and every process it starts (child_env, gunicorn)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    url = broker_of_worker(settings.CELERY_BROKER_URL, worker)
+    os.environ["CELERY_BROKER_URL"] = settings.CELERY_BROKER_URL = url
+    celery_app.conf.broker_url = url
+
+
+@pytest.fixture(autouse=True, scope="session")
+def fast_password_hasher() -> Iterator[None]:
+    """Users' passwords hashed with PBKDF2 at 1,000 iterations instead of Django's 1,000,000 (tests/hashers.py).
+
+    Hundreds of tests create a user or sign one in; at about half a second a hash that was
+    minutes of the suite, spent on a cost no test is about.
+    """
+    with override_settings(PASSWORD_HASHERS=["tests.hashers.FastPBKDF2PasswordHasher"]):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
