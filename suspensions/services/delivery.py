@@ -54,7 +54,7 @@ GONE = 410
 # A task delivers the run's next messages itself up to this many, or while this little time has passed, so a
 # long chain (or a slow receiver) does not keep a worker from the other runs' messages; the rest is enqueued.
 CHAIN_LIMIT = 8
-CHAIN_SECONDS = 5.0
+CHAIN_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
