@@ -146,16 +146,7 @@ def test_the_request_goes_to_the_checked_address_with_the_name_in_the_host_heade
 
 def test_a_later_message_of_a_run_waits_until_the_earlier_one_to_the_same_endpoint_is_settled(receiver, enqueued):
     r = receiver(statuses=[500])
-    endpoint = make_endpoint(url=r.url)
-    s = paused()
-    services.deny_approval(
-        principal=principal("user:bob"),
-        suspension_id=s.id,
-        version=services.Version(run_id=s.run_id, suspension_id=s.id, run_revision=2),
-        reason="no",
-    )
-    outbox.fan_out()
-    requested, decided, finished = WebhookMessage.objects.filter(endpoint=endpoint).order_by("event_id")
+    requested, decided, finished = denied_run(make_endpoint(url=r.url))
     assert delivery.deliver(requested.id) == "retry"
     assert delivery.deliver(decided.id) is None  # its run's earlier message is still pending
     due_now(requested)
