@@ -137,10 +137,6 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # A worker consumes both unless told otherwise (-Q), taking from each in turn, so a backlog of deliveries
 # never holds the expiry sweep behind it (a queued sweep expires after one interval). To isolate them,
 # run one worker with `-Q celery` and others with `-Q push`.
-# A worker reserves one task per process, not Celery's four: a reserved sweep waits behind the tasks reserved
-# before it, and a delivery task may send a run's chain of messages (services.delivery, CHAIN_SECONDS), so with
-# four each the sweep of a 5-second interval expired in the reserve under load (docs/benchmarks.md, "Soak").
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("push", routing_key="push"))
 _PUSH_TASKS = ("fan_out_outbox", "deliver_messages", "deliver_due")
