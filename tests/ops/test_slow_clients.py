@@ -13,6 +13,7 @@ the header without a time limit, so 8 slow clients already hold all 8 threads (s
 bench/slow_clients.py for the figures with and without nginx).
 """
 
+import http.client
 import json
 import re
 import time
@@ -121,3 +122,20 @@ def test_a_body_just_over_the_service_bound_gets_the_service_s_own_413_through_n
     huge = ask(nginx.port, "POST", "/api/v1/runs", headers=auth, body=b" " * (9 * 1024 * 1024 + 1))
     assert huge.status == 413
     assert "problem" not in huge.headers.get("Content-Type", "")
+
+
+def test_gunicorn_reads_a_body_just_over_the_bound_before_its_413_so_the_connection_lives_on(front_door, token):
+    """Answered unread, the body would make gunicorn reset the connection under nginx (a 502 instead of the 413)."""
+    server, _ = front_door
+    auth = {"Authorization": f"Bearer {token('acme', ['engine'], 'drained')}", "Content-Type": "application/json"}
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.request("POST", "/api/v1/runs", body=b" " * (settings.MAX_REQUEST_BYTES + 1), headers=auth)
+        over = conn.getresponse()
+        assert over.status == 413 and json.loads(over.read())["code"] == "request_too_large"
+        # The same connection serves the next request: the body was read to its end, not left in the socket.
+        conn.request("GET", "/api/v1/runs", headers=auth)
+        following = conn.getresponse()
+        assert following.status == 200, following.read()[:300]
+    finally:
+        conn.close()
