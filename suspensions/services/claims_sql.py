@@ -14,15 +14,14 @@ and `ORM_ONLY` makes PostgreSQL do the same (the equivalence test).
 """
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import DateField, DateTimeField, Field, Func, Model
+from django.db.models import DateTimeField, Func, Model
 from django.db.models.fields import AutoFieldMixin
 
 from .. import fixedsql, scopes, selectors
@@ -31,6 +30,7 @@ from ..fixedsql import db
 from ..models import Admission, AdmissionState, Run, Suspension
 from ..principals import Principal
 from .batch import BATCH, Batch, batched, send, write  # noqa: F401 (Batch: named in the docs and tests)
+from .sql_values import inserted_columns, inserted_fields, prepare, row_values
 
 # Set by the equivalence test: the ORM twins on PostgreSQL as well.
 ORM_ONLY = False
@@ -186,8 +186,8 @@ def update(model: type[Model], where: dict[str, Any], **values: Any) -> None:
         return
     conn = db()
     names, keys = tuple(values), tuple(where)
-    params = [_prepare(_field(model, n))(values[n], conn) for n in names]
-    params += [_prepare(_field(model, k))(where[k], conn) for k in keys]
+    params = [prepare(_field(model, n))(values[n], conn) for n in names]
+    params += [prepare(_field(model, k))(where[k], conn) for k in keys]
     write(conn, model._meta.db_table, _update_sql(model, names, keys), params)
 
 
@@ -196,78 +196,9 @@ def update_run(run_id: UUID, **values: Any) -> None:
     update(Run, {"id": run_id}, **values)
 
 
-def _inserted_fields(model: type[Model]) -> list[Any]:
-    """The columns an INSERT names: every concrete field but a database-generated key."""
-    return [f for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin)]
-
-
-# Field types whose get_db_prep_save on PostgreSQL gives back a value of this type unchanged.
-UNCHANGED: dict[str, type] = {
-    "CharField": str,
-    "TextField": str,
-    "UUIDField": UUID,
-    "DateTimeField": datetime,
-    "BooleanField": bool,
-}  # not integers: on psycopg 3 Django sends them as Int2/Int4/Int8, typed for server-side binding
-
-
-@functools.cache
-def _prepare(field: "Field[Any, Any]") -> Callable[[Any, BaseDatabaseWrapper], Any]:
-    """`field.get_db_prep_save`, skipped for the values it would return as they are (None, str, UUID, aware time)."""
-    plain = UNCHANGED.get(field.get_internal_type())
-    full = field.get_db_prep_save
-    if plain is None:
-        return full
-    aware = plain is datetime
-
-    def prepare(value: Any, conn: BaseDatabaseWrapper) -> Any:
-        if value is None or (type(value) is plain and (not aware or getattr(value, "tzinfo", None) is not None)):
-            return value
-        return full(value, conn)
-
-    return prepare
-
-
-class _Column(NamedTuple):
-    """How one inserted column's value is read off a new row and prepared, decided once per model."""
-
-    attname: str
-    pre_save: "Callable[[Model, bool], Any] | None"  # None: the value as set (what Field.pre_save returns)
-    plain: type | None  # values of exactly this type go as they are (UNCHANGED)
-    aware: bool  # ... and, for datetimes, only when aware
-    full: Callable[[Any, BaseDatabaseWrapper], Any]  # field.get_db_prep_save
-
-
-def _own_pre_save(field: "Field[Any, Any]") -> bool:
-    """Whether `field.pre_save` does more than read the attribute (auto_now and the like)."""
-    if isinstance(field, DateField) and not (field.auto_now or field.auto_now_add):
-        return False
-    return type(field).pre_save is not Field.pre_save
-
-
-@functools.cache
-def _inserted_columns(model: type[Model]) -> list[_Column]:
-    columns = []
-    for f in _inserted_fields(model):
-        plain = UNCHANGED.get(f.get_internal_type())
-        pre_save = f.pre_save if _own_pre_save(f) else None
-        columns.append(_Column(f.attname, pre_save, plain, plain is datetime, f.get_db_prep_save))
-    return columns
-
-
-def _row_values(row: Model, columns: list[_Column], conn: BaseDatabaseWrapper, out: list[Any]) -> None:
-    """What `pre_save` then `get_db_prep_save` give for each column, calling them only when they could change it."""
-    values = row.__dict__
-    for c in columns:
-        value: Any = values[c.attname] if c.pre_save is None else c.pre_save(row, True)
-        if value is not None and (type(value) is not c.plain or (c.aware and getattr(value, "tzinfo", None) is None)):
-            value = c.full(value, conn)
-        out.append(value)
-
-
 @functools.cache
 def _insert_sql(model: type[Model], rows: int, returning: bool) -> str:
-    fields = _inserted_fields(model)
+    fields = inserted_fields(model)
     table = q(model._meta.db_table)
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     sql = f"INSERT INTO {table} ({', '.join(q(f.column) for f in fields)}) VALUES {', '.join([row] * rows)}"
@@ -295,10 +226,10 @@ def insert(rows: Sequence[Model], *, keys: bool = True) -> None:
             model._default_manager.bulk_create(rows)
         return
     conn = db()
-    columns = _inserted_columns(model)
+    columns = inserted_columns(model)
     params: list[Any] = []
     for row in rows:
-        _row_values(row, columns, conn, params)
+        row_values(row, columns, conn, params)
     pk = model._meta.pk
     generated = isinstance(pk, AutoFieldMixin)
     sql = _insert_sql(model, len(rows), returning=generated and keys)
@@ -334,7 +265,7 @@ def select(model: type[Model], order: Sequence[str] = (), limit: int | None = No
         return list(query[:limit] if limit else query)
     conn = db()
     keys = tuple(equals)
-    params = [_prepare(_field(model, k))(equals[k], conn) for k in keys]
+    params = [prepare(_field(model, k))(equals[k], conn) for k in keys]
     names = [f.attname for f in model._meta.concrete_fields]
     found = fixedsql.execute(_select_sql(model, keys, tuple(order), limit), params, conn).fetchall()
     return [model.from_db(conn.alias, names, row) for row in found]

@@ -20,7 +20,7 @@ from suspensions import services
 from suspensions.exceptions import NotFound
 from suspensions.models import Admission, Approval, ApprovalVote, Event, OutboxEvent, Run, Start, Suspension
 from suspensions.principals import Principal
-from suspensions.services import claims_sql
+from suspensions.services import claims_sql, sql_values
 from tests.factories import principal
 from tests.helpers import call, continuation
 
@@ -219,7 +219,7 @@ def test_the_values_sent_as_they_are_are_those_django_would_send_unchanged():
     checked = 0
     for model in TABLES:
         for field in model._meta.concrete_fields:
-            plain = claims_sql.UNCHANGED.get(field.get_internal_type())
+            plain = sql_values.UNCHANGED.get(field.get_internal_type())
             if plain is None:
                 continue
             sample = SAMPLES[plain]
