@@ -38,9 +38,13 @@ class Batch:
         self.waiting: list[tuple[str, str, list[Any]]] = []  # (table, sql, params)
 
     def add(self, table: str, sql: str, params: list[Any]) -> None:
+        self.make_room(table)
+        self.waiting.append((table, sql, params))
+
+    def make_room(self, table: str) -> None:
+        """A statement on `table` is next: a write of that table that waits goes first (one snapshot, see above)."""
         if any(t == table for t, _, _ in self.waiting):
             self.send()
-        self.waiting.append((table, sql, params))
 
     def send(self, last: tuple[str, list[Any]] | None = None) -> CursorWrapper | None:
         """The waiting writes, with `last` (sql, params) as the statement they precede, if any."""
@@ -91,7 +95,6 @@ def send(conn: BaseDatabaseWrapper, table: str, sql: str, params: list[Any]) -> 
     """A statement whose result is read: sent now, with the writes that wait."""
     batch = conn.__dict__.get(BATCH)
     if batch is not None:
-        if any(t == table for t, _, _ in batch.waiting):  # the same table: the waiting write goes first
-            batch.send()
+        batch.make_room(table)
         return batch.send((sql, params))  # type: ignore[return-value]
     return fixedsql.execute(sql, params, conn)

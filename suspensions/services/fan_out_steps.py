@@ -117,10 +117,6 @@ def _in_run_order(held: list[OutboxEvent]) -> tuple[list[OutboxEvent], list[int]
     return ready, [e.id for e in held if e not in ready]
 
 
-def _orm_endpoints(wanted: set[str]) -> list[WebhookEndpoint]:
-    return list(WebhookEndpoint.objects.filter(active=True, scope__in=wanted).order_by("created_at"))
-
-
 def endpoints(wanted: set[str]) -> list[WebhookEndpoint]:
     if claims_sql.enabled():
         return list(WebhookEndpoint.objects.raw(_ENDPOINTS_SQL, [sorted(wanted)]))
