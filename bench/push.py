@@ -32,19 +32,15 @@ the service's own (`suspensions.tasks.*`), nothing is simulated.
         [--chain 4 --chain-runs 500 [--chain-only]]
 """
 
-import json
 import os
-import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import common
+from push_harness import SCOPE, Receiver, Worker, broker_url, endpoint, purge, tasks_run
+from push_statements import statements
 
-SCOPE = "bench-push"
-OUTBOX_TABLE = "suspensions_outboxevent"
 PUSH_TABLES = [
     "suspensions_deliveryattempt",
     "suspensions_webhookmessage",
@@ -53,14 +49,6 @@ PUSH_TABLES = [
     "suspensions_membership",
 ]
 DELIVER_TASK = "suspensions.tasks.deliver_messages"
-
-
-def broker_url() -> str:
-    explicit = os.environ.get("BENCH_BROKER_URL")
-    if explicit:
-        return explicit
-    inherited = os.environ.get("CELERY_BROKER_URL", "")
-    return inherited if inherited.startswith(("redis", "amqp")) else "redis://127.0.0.1:6379/14"
 
 
 def reset() -> None:
@@ -83,230 +71,7 @@ def missing_parts() -> list[str]:
     return missing
 
 
-# -- (a) statements per transition -------------------------------------------------------
-
-
-def transitions(who: Any, ops: int) -> dict[str, list[Any]]:
-    """`ops` ready-made subjects for each transition, so each measured call does one transition only."""
-    from suspensions import services
-
-    def suspended() -> list[Any]:
-        out = []
-        for run_id in common.bulk_runs(ops, SCOPE):
-            s = suspend(who, run_id)
-            out.append(services.Version(run_id=run_id, suspension_id=s.id, run_revision=2))
-        return out
-
-    return {
-        "suspend (approval)": common.bulk_runs(ops, SCOPE),
-        "approve": suspended(),
-        "deny": suspended(),
-        "complete": common.bulk_runs(ops, SCOPE),
-    }
-
-
-def suspend(who: Any, run_id: Any) -> Any:
-    from suspensions import services
-
-    return services.suspend_run(
-        principal=who,
-        run_id=run_id,
-        revision=1,
-        reason="approval",
-        pending=common.pending_call(),
-        continuation=common.continuation(),
-        ttl_seconds=3600,
-    )
-
-
-def do(kind: str, who: Any, subject: Any) -> None:
-    from suspensions import services
-
-    if kind == "suspend (approval)":
-        suspend(who, subject)
-    elif kind == "approve":
-        services.approve(principal=who, suspension_id=subject.suspension_id, version=subject)
-    elif kind == "deny":
-        services.deny_approval(principal=who, suspension_id=subject.suspension_id, version=subject, reason="bench")
-    else:
-        services.complete_run(principal=who, run_id=subject, revision=1)
-
-
-def is_statement(sql: str) -> bool:
-    head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
-    return head not in {"SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "COMMIT"}
-
-
-def statements(ops: int) -> dict[str, dict[str, float]]:
-    """Per transition: statements in all (Django's record and the wire), the outbox's, and the rest."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    who = common.principal(SCOPE, ["engine", "approver", "operator"])
-    out: dict[str, dict[str, float]] = {}
-    for kind, subjects in transitions(who, ops).items():
-        with CaptureQueriesContext(connection) as captured:
-            for subject in subjects:
-                do(kind, who, subject)
-        sqls = [q["sql"] for q in captured.captured_queries if is_statement(q["sql"])]
-        outbox = sum(1 for sql in sqls if OUTBOX_TABLE in sql)
-        out[kind] = {
-            "statements": round(len(sqls) / ops, 2),
-            "outbox": round(outbox / ops, 2),
-            "without_outbox": round((len(sqls) - outbox) / ops, 2),
-        }
-    # The same again on the wire: what PostgreSQL actually received, commits and round trips included.
-    info = common.conninfo(common.bench_database_url())
-    proxy = common.CountingProxy(info["host"], info["port"])
-    try:
-        subjects_by_kind = transitions(who, ops)
-        with common.django_through(proxy.port):
-            for kind, subjects in subjects_by_kind.items():
-                do(kind, who, subjects[0])  # the pool's first connection is not the transition's cost
-                before = proxy.snapshot()
-                for subject in subjects[1:]:
-                    do(kind, who, subject)
-                wire = common.per_op(before, proxy.snapshot(), len(subjects) - 1)
-                out[kind].update(wire_statements=wire["statements"], round_trips=wire["round_trips"])
-    finally:
-        proxy.close()
-    return out
-
-
-# -- the receiver and the worker -----------------------------------------------------------
-
-
-class Receiver:
-    """An http.server thread answering 200 to every POST; records when each message first arrived."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.arrived: dict[str, tuple[float, Any]] = {}  # webhook-id -> (time, body)
-        self.posts = 0
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                at = time.time()
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                receiver.record(self.headers.get("webhook-id", ""), at, body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def record(self, message_id: str, at: float, body: bytes) -> None:
-        try:
-            data = json.loads(body).get("data", {})
-        except ValueError:
-            data = {}
-        with self.lock:
-            self.posts += 1
-            self.arrived.setdefault(message_id, (at, data))
-
-    def clear(self) -> None:
-        with self.lock:
-            self.arrived.clear()
-            self.posts = 0
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.arrived)
-
-    def times(self) -> list[float]:
-        with self.lock:
-            return sorted(at for at, _ in self.arrived.values())
-
-    def by_run(self) -> dict[str, float]:
-        with self.lock:
-            return {str(d.get("run_id")): at for at, d in self.arrived.values() if isinstance(d, dict)}
-
-    def wait_for(self, n: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.count() >= n:
-                return True
-            time.sleep(0.05)
-        return False
-
-    def close(self) -> None:
-        self.server.shutdown()
-
-
-class Worker:
-    """`celery worker --concurrency N` (prefork) on the bench database and broker, private-addresses allowed."""
-
-    def __init__(self, processes: int) -> None:
-        self.name = f"bench-push-{processes}-{os.getpid()}@localhost"
-        env = {
-            **os.environ,
-            "DATABASE_URL": common.bench_database_url(),
-            "CELERY_BROKER_URL": broker_url(),
-            "DJANGO_DEBUG": "0",
-            "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "bench-only-secret"),
-            "WEBHOOK_ALLOW_PRIVATE": "1",
-            "LOG_LEVEL": "WARNING",
-            "DB_POOL_MIN": "1",
-        }
-        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        self.started = time.time()
-        self.process = subprocess.Popen(
-            [
-                str(common.ROOT / ".venv" / "bin" / "celery"),
-                "-A",
-                "suspensions_project",
-                "--quiet",
-                "worker",
-                "--pool",
-                "prefork",
-                "--concurrency",
-                str(processes),
-                "--loglevel",
-                "warning",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                self.name,
-            ],
-            cwd=common.ROOT,
-            env=env,
-        )
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def purge() -> None:
-    from suspensions_project.celery import app
-
-    app.control.purge()
-
-
-def endpoint(receiver: Receiver, event_types: list[str] | None = None) -> None:
-    from suspensions.services import webhooks
-
-    who = common.principal(SCOPE, ["operator"])
-    webhooks.create_endpoint(
-        principal=who,
-        scope=SCOPE,
-        url=f"http://127.0.0.1:{receiver.port}/hooks",
-        event_types=["run.finished"] if event_types is None else event_types,
-        description="bench receiver",
-    )
+# -- the phases: events committed with no worker or at a steady rate, then delivered -------
 
 
 def commit_events(n: int, rate: float = 0.0) -> dict[str, float]:
@@ -356,26 +121,6 @@ def suspend_at(who: Any, run_id: Any, revision: int) -> Any:
     return services.suspend_run(
         principal=who, run_id=run_id, revision=revision, reason="approval", pending=pending, continuation=continuation
     )
-
-
-def tasks_run(worker: "Worker", settle: float = 2.0) -> dict[str, int]:
-    """The worker's count of the tasks it ran, by name (its remote-control `stats`), once it stops changing.
-
-    The last delivery is not the last task: tasks enqueued behind it (no-ops
-    for messages already delivered) still run, and count.
-    """
-    from suspensions_project.celery import app
-
-    last: dict[str, int] | None = None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        stats = app.control.inspect(destination=[worker.name], timeout=5.0).stats() or {}
-        total = dict(stats.get(worker.name, {}).get("total", {}))
-        if total == last:
-            return total
-        last = total
-        time.sleep(settle)
-    return last or {}
 
 
 def chained_drain(receiver: Receiver, processes: int, runs: int, chain: int, timeout: float) -> dict[str, Any]:

@@ -20,7 +20,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ORDER = ["resume", "versus_langgraph", "cpu", "contention", "replays", "sweep", "push", "inbox"]
-HELPERS = {"common", "run_all", "private_pg", "soak_chart", "soak_checks", "soak_report", "soak_watch", "floor_app"}
+HELPERS = {
+    "common",
+    "run_all",
+    "private_pg",
+    "push_harness",
+    "push_statements",
+    "soak_chart",
+    "soak_checks",
+    "soak_report",
+    "soak_watch",
+    "floor_app",
+}
 # Run only when named: the soak holds the machine for its --minutes (docs/benchmarks.md, "Running them").
 ON_DEMAND = {"soak"}
 
