@@ -8,6 +8,7 @@ not depend on the machine either.
 """
 
 import argparse
+import collections
 import http.client
 import json
 import os
@@ -412,6 +413,7 @@ class Gunicorn:
     ):
         """`root`: the checkout to serve (another one compares two versions of the code side by side)."""
         self.port = free_port()
+        self.spread: list[int] = []  # connections per worker of the last clients()
         environment = {
             **os.environ,
             "DATABASE_URL": database_url,
@@ -457,13 +459,61 @@ class Gunicorn:
                 time.sleep(0.2)
         raise RuntimeError("gunicorn did not come up")
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU of the workers so far (Linux /proc): where a request's time goes."""
+    def worker_pids(self) -> list[int]:
         try:
             children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
         except OSError:
-            return 0.0
-        return cpu_seconds([int(pid) for pid in children])
+            return []
+        return [int(pid) for pid in children]
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the workers so far (Linux /proc): where a request's time goes."""
+        return cpu_seconds(self.worker_pids())
+
+    def worker_of(self, client: "Client") -> int | None:
+        """The worker process holding the server side of `client`'s connection (Linux /proc)."""
+        port = client.conn.sock.getsockname()[1]
+        inodes = {
+            fields[9]
+            for fields in (line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:])
+            if int(fields[1].split(":")[1], 16) == self.port and int(fields[2].split(":")[1], 16) == port
+        }
+        for pid in self.worker_pids():
+            try:
+                fds = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+            except OSError:
+                continue
+            if any(link[8:-1] in inodes for link in fds if link.startswith("socket:[")):
+                return pid
+        return None
+
+    def clients(self, secret: str, n: int, attempts: int = 200) -> list["Client"]:
+        """`n` keep-alive connections spread evenly over the workers, as a proxy's requests are.
+
+        A gthread worker keeps every connection it accepts for its whole life; `n` clients that
+        connect at once mostly land on one worker (8 of 8 in 4 runs of 5), which leaves the other
+        worker's core idle and makes the figures measure one process. So each connection makes one
+        request, is kept if its worker has fewer than its share, and otherwise held open (so the
+        same worker is not offered it again) until the end. `self.spread` says how it ended.
+        """
+        workers = self.worker_pids()
+        share = -(-n // max(1, len(workers)))
+        kept: list[tuple[int | None, Client]] = []
+        extra: list[tuple[int | None, Client]] = []
+        for _ in range(attempts):
+            if len(kept) >= n:
+                break
+            client = Client(self.port, secret)
+            client.call("GET", "/healthz")
+            pid = self.worker_of(client)
+            room = pid in workers and sum(1 for p, _c in kept if p == pid) < share
+            (kept if room else extra).append((pid, client))
+        missing = n - len(kept)
+        kept += extra[:missing]
+        for _pid, client in extra[missing:]:
+            client.close()
+        self.spread = sorted(collections.Counter(pid for pid, _c in kept).values(), reverse=True)
+        return [client for _pid, client in kept]
 
     def stop(self) -> None:
         self.process.terminate()

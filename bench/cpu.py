@@ -136,7 +136,7 @@ def main() -> dict[str, Any]:
             )
             for label, root in roots.items()
         }
-        conns = {label: [common.Client(s.port, secret) for _ in range(args.clients)] for label, s in servers.items()}
+        conns = {label: s.clients(secret, args.clients) for label, s in servers.items()}
         for label, server in servers.items():
             warm = Round(args.requests)
             for kind in KINDS:  # every worker thread has its connection and its imports before the first figure

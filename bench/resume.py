@@ -225,7 +225,7 @@ def floor_cycle(client: common.Client, run_id: Any, lat: list[float]) -> None:
 def http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int, cycle: Any = http_cycle) -> dict[str, Any]:
     """`ops` cycles over keep-alive connections, `clients` at once (S-http; F-http with `floor_cycle`)."""
     chunks = common.split(common.bulk_runs(ops, SCOPE), clients)
-    conns = [common.Client(server.port, secret) for _ in range(clients)]
+    conns = server.clients(secret, clients)
 
     def work(i: int) -> list[float]:
         lat: list[float] = []
@@ -242,7 +242,7 @@ def http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int, cyc
             ops,
             client_cpu=time.process_time() - cpu,
             server_cpu=server.cpu_seconds() - server_cpu,
-        )
+        ) | {"busiest_worker_conns": max(server.spread)}
     finally:
         for c in conns:
             c.close()
@@ -431,7 +431,9 @@ def main() -> dict[str, Any]:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    rows = [[key, *fig.values()] for key, fig in data["figures"].items()]
+    rows = [
+        [key, *fig.values()] + ([] if "busiest_worker_conns" in fig else ["-"]) for key, fig in data["figures"].items()
+    ]
     lines = [
         f"### Resume path ({data['args']['rounds']} rounds, median; {data['args']['ops']} cycles per phase at 1 client, twice that above)",
         "",
@@ -445,6 +447,7 @@ def markdown(data: dict[str, Any]) -> str:
                 "pause p99 ms",
                 "resume p50 ms",
                 "resume p99 ms",
+                "connections on the busiest worker",
             ],
             rows,
         ),

@@ -168,9 +168,9 @@ def http_cycle(client: common.Client, lat: list[float]) -> None:
     lat += [t1 - t0, t2 - t1]
 
 
-def s_http_phase(port: int, secret: str, clients: int, ops: int) -> dict[str, Any]:
+def s_http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int) -> dict[str, Any]:
     per = max(1, ops // clients)
-    conns = [common.Client(port, secret) for _ in range(clients)]
+    conns = server.clients(secret, clients)
 
     def work(i: int) -> list[float]:
         lat: list[float] = []
@@ -308,7 +308,7 @@ def main() -> dict[str, Any]:
                 elif way == "R1":
                     result = r1_phase(replay, clients, args.ops)
                 else:
-                    result = s_http_phase(server.port, secret, clients, args.ops)
+                    result = s_http_phase(server, secret, clients, args.ops)
                 phases.setdefault(f"{way}@{clients}", []).append(result)
                 print(f"round {round_no + 1} {way}@{clients}: {result}", flush=True)
     pool.close()
