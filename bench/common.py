@@ -650,6 +650,23 @@ def round_ratios(phases: dict[str, list[dict[str, Any]]], reference: str, metric
     return out
 
 
+def postgres_cpu() -> dict[int, float]:
+    """CPU so far of each PostgreSQL process on this machine (backends, WAL writer, ...): its side of a phase."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "postgres":
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return {pid: cpu_seconds([pid]) for pid in pids}
+
+
+def postgres_cpu_since(before: dict[int, float]) -> float:
+    """PostgreSQL's CPU seconds since `before` (a backend that exited meanwhile is not counted)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in postgres_cpu().items())
+
+
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU so far of these processes (Linux /proc); a process gone meanwhile counts nothing."""
     tick, total = os.sysconf("SC_CLK_TCK"), 0.0

@@ -143,9 +143,14 @@ def r1_phase(replay: Replay, clients: int, ops: int) -> dict[str, Any]:
                 lat.append(time.perf_counter() - t0)
         return lat
 
-    cpu = time.process_time()
+    cpu, pg = time.process_time(), common.postgres_cpu()
     try:
-        return summarise(*common.run_threads(clients, work), ops, client_cpu=time.process_time() - cpu)
+        return summarise(
+            *common.run_threads(clients, work),
+            ops,
+            client_cpu=time.process_time() - cpu,
+            pg_cpu=common.postgres_cpu_since(pg),
+        )
     finally:
         for c in conns:
             c.close()
@@ -187,8 +192,13 @@ def s_in_phase(clients: int, ops: int) -> dict[str, Any]:
                 connection.close()
         return lat
 
-    cpu = time.process_time()
-    return summarise(*common.run_threads(clients, work), ops, client_cpu=time.process_time() - cpu)
+    cpu, pg = time.process_time(), common.postgres_cpu()
+    return summarise(
+        *common.run_threads(clients, work),
+        ops,
+        client_cpu=time.process_time() - cpu,
+        pg_cpu=common.postgres_cpu_since(pg),
+    )
 
 
 def http_cycle(client: common.Client, run_id: Any, lat: list[float]) -> None:
@@ -233,7 +243,7 @@ def http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int, cyc
             cycle(conns[i], run_id, lat)
         return lat
 
-    cpu, server_cpu = time.process_time(), server.cpu_seconds()
+    cpu, server_cpu, pg = time.process_time(), server.cpu_seconds(), common.postgres_cpu()
     try:
         wall, latencies = common.run_threads(clients, work)
         return summarise(
@@ -242,6 +252,7 @@ def http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int, cyc
             ops,
             client_cpu=time.process_time() - cpu,
             server_cpu=server.cpu_seconds() - server_cpu,
+            pg_cpu=common.postgres_cpu_since(pg),
         ) | {"busiest_worker_conns": max(server.spread)}
     finally:
         for c in conns:
@@ -249,14 +260,16 @@ def http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int, cyc
 
 
 def summarise(
-    wall: float, latencies: list[float], ops: int, *, client_cpu: float, server_cpu: float = 0.0
+    wall: float, latencies: list[float], ops: int, *, client_cpu: float, server_cpu: float = 0.0, pg_cpu: float = 0.0
 ) -> dict[str, Any]:
-    """Throughput, latency, and CPU per cycle: this process's (driver or service) and gunicorn's workers'."""
+    """Throughput, latency, and CPU per cycle: this process's (driver or service), gunicorn's workers' and
+    PostgreSQL's (every postgres process of the machine)."""
     pauses, resumes = latencies[0::2], latencies[1::2]
     return {
         "cycles_per_s": round(ops / wall, 1),
         "bench_cpu_ms_per_cycle": round(client_cpu / ops * 1000, 2),
         "web_cpu_ms_per_cycle": round(server_cpu / ops * 1000, 2),
+        "postgres_cpu_ms_per_cycle": round(pg_cpu / ops * 1000, 2),
         "pause_p50_ms": common.ms(common.percentile(pauses, 50)),
         "pause_p99_ms": common.ms(common.percentile(pauses, 99)),
         "resume_p50_ms": common.ms(common.percentile(resumes, 50)),
@@ -443,6 +456,7 @@ def markdown(data: dict[str, Any]) -> str:
                 "cycles/s",
                 "bench process CPU ms/cycle",
                 "gunicorn CPU ms/cycle",
+                "PostgreSQL CPU ms/cycle",
                 "pause p50 ms",
                 "pause p99 ms",
                 "resume p50 ms",
