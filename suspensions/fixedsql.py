@@ -11,7 +11,11 @@ made once, that takes PostgreSQL's own `$1` placeholders (our `%s` text is numbe
 once per distinct statement, below), binds the values on the server and
 prepares each statement the first time this connection runs it
 (`prepare=True`; PostgreSQL then parses and plans it once per connection,
-not per call).
+not per call). psycopg honours `prepare=True` only on a connection with a
+`prepare_threshold`, which Django leaves unset (off) by default: the
+settings give one that nothing else reaches (`DB_PREPARED_STATEMENTS`).
+Until 2026-12-01 they did not, and every fixed statement was parsed and
+planned on every call (docs/performance.md, "The fourth pass").
 
 What stays as it was: the statement goes through Django's cursor wrapper
 (its error translation, `execute_wrappers`, the query log of
@@ -34,11 +38,35 @@ from django.db.backends.utils import CursorWrapper
 from psycopg import RawCursor  # installed with the project (requirements.in), used only on PostgreSQL
 
 
+class Sent:
+    """A prepared statement's text as Django's query log reads it (`last_executed_query`, `cursor._query.query`).
+
+    psycopg records the query it sends only for a statement it does not
+    prepare; without this, DEBUG's log and `CaptureQueriesContext` would show
+    a prepared statement as `None`.
+    """
+
+    __slots__ = ("query",)
+
+    def __init__(self, text: str) -> None:
+        self.query = text.encode()
+
+
 class PreparingCursor(RawCursor):  # type: ignore[type-arg]
-    """`$n` placeholders, server-side binding; each statement prepared on its first run on this connection."""
+    """`$n` placeholders, server-side binding; each statement prepared on its first run on this connection.
+
+    One kept cursor runs one statement text (`cursor` below), so its `Sent` is made once.
+    """
+
+    sent: Sent | None = None
 
     def execute(self, query: Any, params: Any = None, *, prepare: bool | None = True, binary: Any = None) -> Any:
-        return super().execute(query, params, prepare=prepare, binary=binary)
+        result = super().execute(query, params, prepare=prepare, binary=binary)
+        if self._query is None:
+            if self.sent is None:
+                self.sent = Sent(query)
+            self._query = self.sent  # type: ignore[assignment]
+        return result
 
 
 PLACEHOLDER = re.compile(r"%s")

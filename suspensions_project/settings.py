@@ -105,6 +105,12 @@ else:
     if _pool_max < _pool_min:
         raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
     DATABASES["default"]["OPTIONS"] = {
+        # Django turns psycopg's prepared statements off (None) unless this is set, and then psycopg
+        # ignores the preparation the hot path's fixed statements ask for (suspensions/fixedsql.py).
+        # A threshold no statement reaches keeps psycopg from preparing anything else on its own.
+        # DB_PREPARED_STATEMENTS=0 for a pooler that cannot carry them (PgBouncer in transaction
+        # mode before 1.21): PostgreSQL then parses and plans every statement again.
+        "prepare_threshold": 2**31 - 1 if env.bool("DB_PREPARED_STATEMENTS", default=True) else None,
         "pool": {
             "min_size": _pool_min,
             "max_size": _pool_max,

@@ -192,6 +192,31 @@ def test_each_statement_keeps_its_cursor_and_its_loaders():
     assert again.cursor._tx is loaders  # the same Transformer: nothing built again for this statement
 
 
+def prepared_statements() -> list[str]:
+    with connection.cursor() as c:
+        c.execute("SELECT statement FROM pg_prepared_statements ORDER BY prepare_time")
+        return [row[0] for row in c.fetchall()]
+
+
+def test_the_fixed_statements_are_prepared_once_per_connection_and_nothing_else_is():
+    engine, s, v = paused()
+    with connection.cursor() as c:
+        c.execute("DEALLOCATE ALL")  # what the set-up prepared does not count
+    resume(engine, s, v)
+    first = prepared_statements()
+    # The resume's two statements: the lock and the combined write, prepared on their first run.
+    assert [p.split(" ", 1)[0] for p in first] == ["SELECT", "WITH"], first
+    assert "FOR NO KEY UPDATE" in first[0] and 'INSERT INTO "suspensions_start"' in first[1]
+
+    engine, s, v = paused()
+    before = prepared_statements()
+    resume(engine, s, v)
+    # The second resume prepared nothing: PostgreSQL runs the plans it made for the first.
+    assert prepared_statements() == before
+    # Only fixed statements ($n placeholders) are ever prepared, never the ORM's.
+    assert all("$1" in p for p in before), before
+
+
 def test_the_kept_cursors_of_a_connection_are_bounded(monkeypatch):
     monkeypatch.setattr(fixedsql, "MAX_KEPT", 3)
     for n in range(7):
