@@ -497,7 +497,8 @@ class Gunicorn:
         same worker is not offered it again) until the end. `self.spread` says how it ended.
         """
         workers = self.worker_pids()
-        share = -(-n // max(1, len(workers)))
+        # BENCH_SPREAD=0: the connections as they land (each still reported), to see what spreading changes.
+        share = -(-n // max(1, len(workers))) if os.environ.get("BENCH_SPREAD", "1") != "0" else n
         kept: list[tuple[int | None, Client]] = []
         extra: list[tuple[int | None, Client]] = []
         for _ in range(attempts):
