@@ -413,7 +413,6 @@ class Gunicorn:
     ):
         """`root`: the checkout to serve (another one compares two versions of the code side by side)."""
         self.port = free_port()
-        self.spread: list[int] = []  # connections per worker of the last clients()
         environment = {
             **os.environ,
             "DATABASE_URL": database_url,
@@ -494,11 +493,13 @@ class Gunicorn:
         connect at once mostly land on one worker (8 of 8 in 4 runs of 5), which leaves the other
         worker's core idle and makes the figures measure one process. So each connection makes one
         request, is kept if its worker has fewer than its share, and otherwise held open (so the
-        same worker is not offered it again) until the end. `self.spread` says how it ended.
+        same worker is not offered it again) until the end. `spread` says how it ended.
         """
+        if os.environ.get("BENCH_SPREAD", "1") == "0":
+            # As before spreading: each client connects on its first request, all at once when the phase starts.
+            return [Client(self.port, secret) for _ in range(n)]
         workers = self.worker_pids()
-        # BENCH_SPREAD=0: the connections as they land (each still reported), to see what spreading changes.
-        share = -(-n // max(1, len(workers))) if os.environ.get("BENCH_SPREAD", "1") != "0" else n
+        share = -(-n // max(1, len(workers)))
         kept: list[tuple[int | None, Client]] = []
         extra: list[tuple[int | None, Client]] = []
         for _ in range(attempts):
@@ -513,8 +514,11 @@ class Gunicorn:
         kept += extra[:missing]
         for _pid, client in extra[missing:]:
             client.close()
-        self.spread = sorted(collections.Counter(pid for pid, _c in kept).values(), reverse=True)
         return [client for _pid, client in kept]
+
+    def spread(self, clients: list["Client"]) -> list[int]:
+        """Connections per worker of these (connected) clients, largest first."""
+        return sorted(collections.Counter(self.worker_of(c) for c in clients).values(), reverse=True)
 
     def stop(self) -> None:
         self.process.terminate()

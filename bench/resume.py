@@ -253,7 +253,7 @@ def http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int, cyc
             client_cpu=time.process_time() - cpu,
             server_cpu=server.cpu_seconds() - server_cpu,
             pg_cpu=common.postgres_cpu_since(pg),
-        ) | {"busiest_worker_conns": max(server.spread)}
+        ) | {"busiest_worker_conns": max(server.spread(conns))}
     finally:
         for c in conns:
             c.close()

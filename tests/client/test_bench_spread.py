@@ -20,7 +20,7 @@ def test_the_bench_spreads_its_connections_evenly_over_the_workers(
         owners = [gunicorn.worker_of(client) for client in clients]
         assert set(owners) == set(gunicorn.worker_pids())
         assert sorted(collections.Counter(owners).values()) == [2, 2]
-        assert gunicorn.spread == [2, 2]
+        assert gunicorn.spread(clients) == [2, 2]
         # Kept connections go on serving: the figures are taken on them.
         assert [client.call("GET", "/healthz")[0] for client in clients] == [200] * 4
         assert [gunicorn.worker_of(client) for client in clients] == owners
