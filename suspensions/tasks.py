@@ -73,7 +73,7 @@ DELIVERY_HARD_LIMIT = DELIVERY_SOFT_LIMIT + 30
 def fan_out_outbox(ids: list[int] | None = None) -> int:
     """Fan out outbox rows into webhook messages, enqueued on commit with their ids (None: every undispatched row)."""
     if ids is None:
-        return outbox.fan_out_lost(older_than=timedelta(0))
+        return outbox.fan_out_lost(older_than=timedelta(0), max_seconds=settings.WEBHOOK_SWEEP_SECONDS)
     return len(outbox.fan_out(ids=ids).dispatched)
 
 
@@ -106,6 +106,7 @@ def deliver_due() -> int:
 @shared_task(name="suspensions.tasks.webhook_sweep", ignore_result=True)
 def webhook_sweep() -> None:
     """Beat: fan out outbox rows whose task was lost; start a delivery pass when messages are due."""
-    outbox.fan_out_lost(older_than=LOST_AFTER)
+    # Bounded like deliver_due: this task shares the `celery` queue with the expiry sweep.
+    outbox.fan_out_lost(older_than=LOST_AFTER, max_seconds=settings.WEBHOOK_SWEEP_SECONDS)
     if delivery.has_due():
         deliver_due.apply_async(expires=settings.WEBHOOK_SWEEP_SECONDS)

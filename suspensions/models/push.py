@@ -54,6 +54,12 @@ class OutboxEvent(Scoped):
         indexes = [
             # The beat's scan for events whose fan-out task was lost.
             models.Index(fields=["created_at"], name="outbox_undispatched", condition=Q(dispatched_at__isnull=True)),
+            # The fan-out's hold: is an earlier event of this run still undispatched? Without it each held event
+            # read every undispatched entry (and, until a VACUUM, every dispatched one): a whole PostgreSQL core
+            # once the soak's backlog passed ~40,000 (docs/benchmarks.md, "Soak").
+            models.Index(
+                fields=["run_id", "id"], name="outbox_undispatched_run", condition=Q(dispatched_at__isnull=True)
+            ),
         ]
 
     def __str__(self) -> str:

@@ -30,6 +30,8 @@ _ENDPOINT = WebhookEndpoint._meta.db_table
 
 # The held events (locked SKIP LOCKED, oldest first, at most `limit`) in id order, with the statement's
 # clock and whether an earlier undispatched event of the run is outside what this call holds (held back).
+# That probe reads the run's own entries of outbox_undispatched_run, so a held event costs the same however
+# many events of other runs wait (it read all of them before: docs/benchmarks.md, "Soak").
 _HOLD_SQL = f"""
 WITH held AS (
     SELECT * FROM {_OUTBOX}

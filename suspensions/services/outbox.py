@@ -21,6 +21,7 @@ and the deadline; never a continuation, an admitted input or a secret.
 """
 
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -253,14 +254,22 @@ def first_of_each_run(messages: list[Message]) -> list[Any]:
     return first
 
 
-def fan_out_lost(*, older_than: timedelta) -> int:
-    """The beat's pass: fan out every event still undispatched `older_than` after it was written."""
-    total = 0
+def fan_out_lost(*, older_than: timedelta, max_seconds: float | None = None) -> int:
+    """The beat's pass: fan out every event still undispatched `older_than` after it was written.
+
+    With `max_seconds`, it stops after the batch that passes it: the rest is
+    the next pass's. Unbounded, a pass that fans out slower than events
+    arrive never returns, and two of them held both processes of the soak's
+    worker, the expiry sweep's too (docs/benchmarks.md, "Soak").
+    """
+    began, total = time.monotonic(), 0
     while True:
         result = fan_out(older_than=older_than)
         total += len(result.dispatched)
         # A batch held back whole waits for the fan-out that holds its runs' earlier events: stop, not spin.
         if not result.dispatched or len(result.dispatched) + len(result.deferred) < BATCH:
+            return total
+        if max_seconds is not None and time.monotonic() - began >= max_seconds:
             return total
 
 

@@ -1,6 +1,7 @@
 """The outbox (DESIGN §14): which transitions announce what, in their own transaction, and the fan-out by scope."""
 
 import json
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -291,6 +292,26 @@ def test_the_beat_fans_out_only_events_whose_task_is_overdue(monkeypatch):
     OutboxEvent.objects.update(created_at=db_now() - timedelta(minutes=10))
     assert outbox.fan_out_lost(older_than=timedelta(minutes=5)) == 1
     assert WebhookEndpoint.objects.count() == 0 and WebhookMessage.objects.count() == 0
+
+
+def test_the_beats_pass_stops_after_the_batch_that_outlasts_one_beat_and_leaves_the_rest_to_the_next(
+    monkeypatch, settings
+):
+    from suspensions import tasks
+
+    monkeypatch.setattr(outbox, "enqueue_delivery", lambda ids, countdown=None: None)
+    settings.WEBHOOK_SWEEP_SECONDS = 0  # every batch outlasts the beat
+    written = db_now() - timedelta(minutes=1)  # their fan-out task was lost: the beat's to fan out
+    events = [
+        OutboxEvent(run_id=uuid.uuid4(), type="run.finished", created_at=written) for _ in range(outbox.BATCH + 1)
+    ]
+    for event in events:
+        event.stamp_scope("acme")
+    OutboxEvent.objects.bulk_create(events)
+    tasks.webhook_sweep()
+    assert OutboxEvent.objects.filter(dispatched_at__isnull=True).count() == 1
+    tasks.webhook_sweep()
+    assert OutboxEvent.objects.filter(dispatched_at__isnull=True).count() == 0
 
 
 def test_a_fan_out_enqueues_only_the_first_message_of_each_run_to_each_endpoint(monkeypatch):
