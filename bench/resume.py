@@ -143,14 +143,8 @@ def r1_phase(replay: Replay, clients: int, ops: int) -> dict[str, Any]:
                 lat.append(time.perf_counter() - t0)
         return lat
 
-    cpu, pg = time.process_time(), common.postgres_cpu()
     try:
-        return summarise(
-            *common.run_threads(clients, work),
-            ops,
-            client_cpu=time.process_time() - cpu,
-            pg_cpu=common.postgres_cpu_since(pg),
-        )
+        return in_process(clients, ops, work)
     finally:
         for c in conns:
             c.close()
@@ -192,6 +186,11 @@ def s_in_phase(clients: int, ops: int) -> dict[str, Any]:
                 connection.close()
         return lat
 
+    return in_process(clients, ops, work)
+
+
+def in_process(clients: int, ops: int, work: Any) -> dict[str, Any]:
+    """`work(i)` in `clients` threads of this process (R1, S-in): this process's CPU and PostgreSQL's per cycle."""
     cpu, pg = time.process_time(), common.postgres_cpu()
     return summarise(
         *common.run_threads(clients, work),

@@ -12,7 +12,6 @@ import uuid
 import pytest
 from django.db import connection
 
-from suspensions import scopes
 from suspensions.models import OutboxEvent
 from suspensions.services import fan_out_steps
 from suspensions.services.claims import db_now
@@ -25,11 +24,10 @@ pytestmark = [
 
 def waiting(n, run_id=None):
     """`n` undispatched events: of `run_id`, or each of a run of its own."""
-    now, levels = db_now(), scopes.levels("acme")
-    rows = [
-        OutboxEvent(run_id=run_id or uuid.uuid4(), type="run.finished", data={}, created_at=now, scope="acme", **levels)
-        for _ in range(n)
-    ]
+    now = db_now()
+    rows = [OutboxEvent(run_id=run_id or uuid.uuid4(), type="run.finished", data={}, created_at=now) for _ in range(n)]
+    for row in rows:
+        row.stamp_scope("acme")
     return OutboxEvent.objects.bulk_create(rows)
 
 
