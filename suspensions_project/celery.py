@@ -9,6 +9,7 @@ from suspensions.observability import celery_signals  # noqa: F401
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "suspensions_project.settings")
 
-app = Celery("suspensions")
+# Celery's Django fix-up, but keeping each worker process's database pool between tasks (see celery_pool).
+app = Celery("suspensions", fixups=["suspensions_project.celery_pool:fixup"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
