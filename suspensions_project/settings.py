@@ -154,6 +154,10 @@ API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="") or None
 if API_THROTTLE_RATE and not re.fullmatch(r"[1-9][0-9]*/[smhd][a-z]*", API_THROTTLE_RATE):
     raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 100/min (s, min, hour, day): {API_THROTTLE_RATE!r}")
 
+# An engine's plain writes (register, pause, resume, decide, start, complete) skip DRF's request
+# machinery and run the same views directly (suspensions/api/lane.py); 0 sends every request through DRF.
+API_PLAIN_LANE = env.bool("API_PLAIN_LANE", default=True)
+
 SUSPENSION_TTL_SECONDS = env_int("SUSPENSION_TTL_SECONDS", default=86400, minimum=0)
 SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", default=60, minimum=1)
 SWEEP_BATCH_SIZE = env_int("SWEEP_BATCH_SIZE", default=1000, minimum=1)
