@@ -22,7 +22,11 @@ Every minute: throughput, p50 and p99 per call kind, 5xx and other
 unexpected statuses, the gunicorn workers' and the Celery worker's RSS
 (/proc), and PostgreSQL's connections to the bench database; beside them the
 CPU each part used, the webhook backlog, the broker's queue, and how late
-deliveries and expiries were (soak_watch.py). After the load drains (the
+deliveries and expiries were (soak_watch.py). A server with autovacuum off
+(this machine's) gets what autovacuum would do: the watch runs VACUUM
+(ANALYZE) of the app's tables every `--vacuum-seconds` (60, autovacuum's
+default wake-up; 0: never), so dead rows do not pile up as they never would
+in production. After the load drains (the
 sweep expired what was due, every webhook delivered; up to `--drain-minutes`
 each), the invariants are checked in the database (soak_checks.py). Writes
 bench/results/latest/soak.{json,md}, docs/soak.svg and the "Soak" block of
@@ -30,7 +34,7 @@ docs/benchmarks.md. Not part of `make bench` (it takes `--minutes`):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/suspensions CELERY_BROKER_URL=redis://127.0.0.1:6379/14 \\
         .venv/bin/python bench/soak.py --minutes 10 [--clients 16] [--workers 2] [--threads 8] \\
-        [--celery-concurrency 2] [--sweep-interval 5] [--drain-minutes 60]
+        [--celery-concurrency 2] [--sweep-interval 5] [--drain-minutes 60] [--vacuum-seconds 60]
 """
 
 import http.client
@@ -84,6 +88,7 @@ class Book:
         self.abandoned: dict[str, str] = {}
         self.to_expire: set[str] = set()
         self.samples: list[dict[str, Any]] = []
+        self.vacuums: list[dict[str, float]] = []
 
     def start(self) -> None:
         """The load begins: what set-up did is not counted."""
@@ -268,6 +273,12 @@ def arguments() -> Any:
     p.add_argument("--sweep-interval", type=int, default=5, help="SWEEP_INTERVAL_SECONDS of the beat")
     p.add_argument("--drain-minutes", type=float, default=60, help="longest wait for the sweep, then the webhooks")
     p.add_argument("--seed", type=int, default=18)
+    p.add_argument(
+        "--vacuum-seconds",
+        type=float,
+        default=60,
+        help="when the server's autovacuum is off: VACUUM (ANALYZE) the app's tables this often (0: never)",
+    )
     return p.parse_args()
 
 
@@ -308,7 +319,7 @@ def main() -> None:
             )
             if soak_watch.wait_until(soak_checks.swept_once, 120) < 0:
                 raise SystemExit("the Celery worker's beat never ran a sweep")
-            with soak_watch.Watch(book, server, worker, url, broker):
+            with soak_watch.Watch(book, server, worker, url, broker, args.vacuum_seconds):
                 load_seconds = load(book, server, tokens, args)
             left = book.to_expire - set(book.abandoned)
             print(f"load done after {load_seconds:.0f} s; waiting for the sweep, then the webhooks", flush=True)
@@ -333,6 +344,7 @@ def main() -> None:
         invariants=checks,
         webhook_posts=receiver.posts,
         webhook_messages_seen=receiver.count(),
+        vacuums=book.vacuums,
         celery_cpu_ms_per_message=round(celery_cpu * 1000 / max(1, receiver.count()), 1),
         machine=common.machine(),
     )

@@ -140,6 +140,17 @@ def summary(book: Any, args: Any, load_seconds: float, lags: dict[str, Any], **e
     }
 
 
+def vacuumed(vacuums: list[dict[str, float]]) -> str:
+    """The soak's VACUUMs in a sentence (the server's autovacuum was off), or nothing."""
+    if not vacuums:
+        return "No VACUUM during the load (autovacuum on, or `--vacuum-seconds 0`)."
+    seconds = [v["seconds"] for v in vacuums]
+    return (
+        f"Autovacuum off: {len(vacuums)} VACUUM (ANALYZE) runs of the app's tables during the load, "
+        f"{min(seconds)}-{max(seconds)} s each."
+    )
+
+
 def progress(book: Any, minute: int) -> str:
     calls = [c for c in book.calls if minute - 1 <= c[0] / 60 < minute]
     s = book.samples[-1] if book.samples else {}
@@ -200,7 +211,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"{drained['sweep_seconds']} s and the webhooks in {drained['webhook_seconds']} s more (-1: not within "
         f"the wait); the receiver saw {data['webhook_messages_seen']} messages in {data['webhook_posts']} posts. "
         f"CPU: gunicorn's workers {data['gunicorn_cpu_ms_per_call']} ms a call; the Celery worker "
-        f"{data['celery_cpu_ms_per_message']} ms a webhook message (fan-out, delivery, the sweep and beat included).",
+        f"{data['celery_cpu_ms_per_message']} ms a webhook message (fan-out, delivery, the sweep and beat included). "
+        f"{vacuumed(data.get('vacuums', []))}",
         "",
     ]
     inv = [

@@ -92,6 +92,7 @@ BACKGROUND = """
              WHERE expires_at <= now()),
            (SELECT array_agg(pid) FROM pg_stat_activity WHERE datname = current_database())
 """
+APP_TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 'suspensions_%'"
 
 
 def machine_cpu_seconds() -> float:
@@ -103,8 +104,11 @@ def machine_cpu_seconds() -> float:
 class Watch:
     """A thread sampling every 5 s into `book.samples`; prints a line a minute."""
 
-    def __init__(self, book: Any, gunicorn: common.Gunicorn, worker: Any, url: str, broker: str) -> None:
+    def __init__(
+        self, book: Any, gunicorn: common.Gunicorn, worker: Any, url: str, broker: str, vacuum_seconds: float = 0
+    ) -> None:
         self.book, self.gunicorn, self.worker, self.url, self.broker = book, gunicorn, worker, url, broker
+        self.vacuum_seconds, self.vacuumed = vacuum_seconds, 0.0
         self.stop = threading.Event()
         self.pg_cpu, self.pg_last = 0.0, dict[int, float]()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -126,8 +130,11 @@ class Watch:
         queue = redis.Redis.from_url(self.broker) if self.broker.startswith("redis") else None
         with psycopg.connect(**info, autocommit=True) as pg:
             printed = 0
+            vacuum = self.vacuum_seconds > 0 and pg.execute("SHOW autovacuum").fetchone()[0] == "off"
             while not self.stop.wait(SAMPLE_SECONDS):
                 self.sample(pg, queue)
+                if vacuum and self.book.now() - self.vacuumed >= self.vacuum_seconds:
+                    self.vacuum(pg)
                 minute = int(self.book.now() // 60)
                 if minute > printed:
                     printed = minute
@@ -156,6 +163,17 @@ class Watch:
                 "load_1min": round(os.getloadavg()[0], 2),
             }
         )
+
+    def vacuum(self, pg: Any) -> None:
+        """What autovacuum would do by now on a server that runs it: VACUUM (ANALYZE) of the app's tables.
+
+        Its CPU is a backend's of the bench database, so it counts in PostgreSQL's column, as autovacuum's would.
+        """
+        self.vacuumed = self.book.now()
+        tables = [r[0] for r in pg.execute(APP_TABLES).fetchall()]
+        started = time.monotonic()
+        pg.execute("VACUUM (ANALYZE) " + ", ".join(tables))
+        self.book.vacuums.append({"at": round(self.vacuumed, 1), "seconds": round(time.monotonic() - started, 2)})
 
     def count_backends(self, pids: list[int]) -> None:
         """Add the CPU the bench database's backends used since the last sample (a new backend's, all of it)."""
