@@ -3,6 +3,7 @@
 from datetime import timedelta
 from typing import Any
 
+from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -15,6 +16,8 @@ from .errors import BEARER_CHALLENGE
 # last_used_at is a hint for humans; writing it on every request would turn
 # every read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+# The attribute of a Django request that holds what the plain lane's token read found.
+LANE_READ = "bearer_read_by_lane"
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -28,7 +31,17 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[Principal, LiveToken] | None:
-        header = authentication.get_authorization_header(request).split()
+        # A request the plain lane handed to DRF was read once already (api/lane.py): the same answer, no second read.
+        found = getattr(getattr(request, "_request", request), LANE_READ, None)
+        if found is not None:
+            if isinstance(found, exceptions.AuthenticationFailed):
+                raise found
+            return found  # type: ignore[no-any-return]
+        return self.read(request)
+
+    def read(self, request: Request | HttpRequest) -> tuple[Principal, LiveToken] | None:
+        """The bearer token of this request, looked up now: None without one, AuthenticationFailed if not live."""
+        header = authentication.get_authorization_header(request).split()  # type: ignore[arg-type]  # reads META only
         if not header or header[0].lower() != b"bearer":
             return None
         if len(header) != 2:

@@ -13,7 +13,9 @@ to `View.as_view()` untouched:
   as it is (`*/*`, `application/json`), and either no body or an
   `application/json` body that the strict JSON reader accepts;
 - a bearer token that is live now (read on this request, as always) and no
-  throttle that refuses it.
+  throttle that refuses it. A request handed to DRF after its token was
+  read (a dead token, a throttle's 429) keeps that read: DRF's
+  authentication answers from it instead of reading the token again.
 
 A request of that shape runs the view's own `post`, with the parsed body and
 the token's principal, and its Response is finished as DRF finishes it (the
@@ -41,7 +43,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import strictjson
-from .authentication import BearerTokenAuthentication, StaffSessionAuthentication
+from .authentication import LANE_READ, BearerTokenAuthentication, StaffSessionAuthentication
 from .errors import problem_exception_handler
 from .parsers import StrictJSONParser
 from .throttling import TokenRateThrottle
@@ -106,11 +108,13 @@ def plain(view_class: type[APIView]) -> Callable[..., HttpResponseBase]:
         if data is None:
             return drf_view(request, **kwargs)
         try:
-            found = AUTHENTICATION.authenticate(request)  # type: ignore[arg-type]
-        except drf.AuthenticationFailed:
-            found = None
+            found = AUTHENTICATION.read(request)
+        except drf.AuthenticationFailed as refused:
+            setattr(request, LANE_READ, refused)  # DRF answers the 401 from this read, without a second one
+            return drf_view(request, **kwargs)
         if found is None:
             return drf_view(request, **kwargs)
+        setattr(request, LANE_READ, found)
         principal, token = found
         # As DRF's Request does: the principal is on the Django request too (the log context names it).
         request.user = principal  # type: ignore[assignment]

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
@@ -174,6 +176,28 @@ def test_the_throttle_still_counts_lane_requests(engine: APIClient) -> None:
     assert [r.status_code for r in answers] == [201, 201, 429]
     assert answers[2]["Retry-After"]
     assert Run.objects.count() == 2
+
+
+def token_reads(send: Callable[[], Any]) -> tuple[int, int]:
+    """The answer's status, and how many statements read the token table while it was served."""
+    with CaptureQueriesContext(connection) as queries:
+        status = send().status_code
+    return status, sum(1 for q in queries.captured_queries if "FROM suspensions_apitoken" in q["sql"])
+
+
+@pytest.mark.django_db
+def test_a_request_the_lane_hands_to_drf_reads_its_token_once(engine: APIClient) -> None:
+    gone, secret = create_token(scope="acme", roles=["engine"], name="gone")
+    ApiToken.objects.filter(pk=gone.pk).update(revoked=True)
+    assert token_reads(lambda: post(client(secret), "/api/v1/runs", {"agent_id": "a"})) == (401, 1)
+    with override_settings(API_THROTTLE_RATE="1/min"):
+        assert token_reads(lambda: post(engine, "/api/v1/runs", {"agent_id": "a"})) == (201, 1)
+        assert token_reads(lambda: post(engine, "/api/v1/runs", {"agent_id": "a"})) == (429, 1)
+    # A request the lane does not take at all is read by DRF, once.
+    odd = lambda: engine.post("/api/v1/runs?x=1", data='{"agent_id": "a"}', content_type="application/json")  # noqa: E731
+    assert token_reads(odd) == (201, 1)
+    with override_settings(API_PLAIN_LANE=False):
+        assert token_reads(lambda: post(client(secret), "/api/v1/runs", {"agent_id": "a"})) == (401, 1)
 
 
 def test_a_view_that_changes_a_default_is_refused() -> None:
