@@ -258,7 +258,7 @@ def reset() -> None:
     if not name.endswith("bench"):
         raise SystemExit(f"refusing to empty {name!r}: bench databases end in 'bench'")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 'suspensions_%'")
+        cursor.execute(soak_watch.APP_TABLES_SQL)
         tables = [row[0] for row in cursor.fetchall()]
         cursor.execute("TRUNCATE " + ", ".join(tables))
 
