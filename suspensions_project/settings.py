@@ -56,6 +56,9 @@ MIDDLEWARE = [
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
+    # Below the ones every answer needs: an engine's plain writes are served here, with the hooks of the
+    # middlewares below that act on them; any other request goes on down (suspensions/api/shortcut.py).
+    "suspensions.api.shortcut.LaneShortcut",
     "django.middleware.security.SecurityMiddleware",
     # Serves /static/ from STATIC_ROOT (collectstatic) in the web process itself, before sessions or auth.
     "whitenoise.middleware.WhiteNoiseMiddleware",

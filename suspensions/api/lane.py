@@ -52,6 +52,8 @@ ACCEPTED = frozenset({"", "*/*", "application/json"})
 JSON = "application/json"
 RENDERER = JSONRenderer()
 AUTHENTICATION = BearerTokenAuthentication()
+# Set on a request the shortcut offered to the lane and the lane declined: the view sends it straight to DRF.
+DECLINED = "declined_by_lane"
 
 
 class PlainRequest:
@@ -92,46 +94,69 @@ def body_of(request: HttpRequest) -> Any:
         return None
 
 
-def plain(view_class: type[APIView]) -> Callable[..., HttpResponseBase]:
-    """`view_class.as_view()`, with its plain POSTs served by the lane (see the module's docstring)."""
-    drf_view = view_class.as_view()
-    _require_defaults(view_class)
-    probe = view_class()
-    probe.setup(HttpRequest())  # as as_view's view does: a view with GET also answers HEAD (its Allow says so)
-    headers = probe.default_response_headers
+class Lane:
+    """One view's plain lane: `serve` answers a plain request, or says None and DRF answers it."""
 
-    @csrf_exempt  # as APIView.as_view: only a session is held to CSRF, and sessions go to DRF
-    def view(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
-        if not settings.API_PLAIN_LANE:
-            return drf_view(request, **kwargs)
+    def __init__(self, view_class: type[APIView]) -> None:
+        _require_defaults(view_class)
+        self.view_class = view_class
+        self.drf_view = view_class.as_view()
+        probe = view_class()
+        probe.setup(HttpRequest())  # as as_view's view does: a view with GET also answers HEAD (its Allow says so)
+        self.headers = probe.default_response_headers
+
+    def serve(self, request: HttpRequest, kwargs: dict[str, Any]) -> Response | None:
+        """The view's own answer to a request of the lane's shape, finished as DRF would; None for anything else."""
         data = body_of(request)
         if data is None:
-            return drf_view(request, **kwargs)
+            return None
         try:
             found = AUTHENTICATION.read(request)
         except drf.AuthenticationFailed as refused:
             setattr(request, LANE_READ, refused)  # DRF answers the 401 from this read, without a second one
-            return drf_view(request, **kwargs)
+            return None
+        except Exception as exc:  # noqa: BLE001 - the database gone: DRF's answer to an error in its authentication
+            return self.failed(exc, {"request": request})
         if found is None:
-            return drf_view(request, **kwargs)
+            return None
         setattr(request, LANE_READ, found)
         principal, token = found
         # As DRF's Request does: the principal is on the Django request too (the log context names it).
         request.user = principal  # type: ignore[assignment]
         request.auth = token  # type: ignore[attr-defined]
         shim = PlainRequest(request, data, principal, token)
+        view_class = self.view_class
         instance = view_class(request=shim, args=(), kwargs=kwargs, format_kwarg=None)
         if not TokenRateThrottle().allow_request(shim, instance):  # type: ignore[arg-type]
-            return drf_view(request, **kwargs)  # DRF answers the 429 with its wait
+            return None  # DRF answers the 429 with its wait
         try:
             response = view_class.post(instance, shim, **kwargs)  # type: ignore[attr-defined]
-        except Exception as exc:
-            response = problem_exception_handler(exc, {"view": instance, "request": shim})
-            if response is None:
-                raise
-            response.exception = True
-        return finish(response, headers)
+        except Exception as exc:  # noqa: BLE001 - failed() raises what the handler does not answer
+            return self.failed(exc, {"view": instance, "request": shim})
+        return finish(response, self.headers)
 
+    def failed(self, exc: Exception, context: dict[str, Any]) -> Response:
+        """As DRF's handle_exception: the project's exception handler answers it, or it is raised on."""
+        response = problem_exception_handler(exc, context)
+        if response is None:
+            raise exc
+        response.exception = True
+        return finish(response, self.headers)
+
+
+def plain(view_class: type[APIView]) -> Callable[..., HttpResponseBase]:
+    """`view_class.as_view()`, with its plain POSTs served by the lane (see the module's docstring)."""
+    lane = Lane(view_class)
+    drf_view = lane.drf_view
+
+    @csrf_exempt  # as APIView.as_view: only a session is held to CSRF, and sessions go to DRF
+    def view(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
+        if not settings.API_PLAIN_LANE or request.__dict__.get(DECLINED):
+            return drf_view(request, **kwargs)
+        served = lane.serve(request, kwargs)
+        return served if served is not None else drf_view(request, **kwargs)
+
+    view.lane = lane  # type: ignore[attr-defined]  # the shortcut (shortcut.py) serves it before the middleware
     view.cls = drf_view.cls  # type: ignore[attr-defined]  # drf-spectacular describes the APIView
     view.initkwargs = drf_view.initkwargs  # type: ignore[attr-defined]
     return view

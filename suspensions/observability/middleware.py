@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from . import context, logs, metrics
 
 HEADER = "X-Request-ID"
+META_KEY = "HTTP_X_REQUEST_ID"  # the header in WSGI's environ: request.headers would build the whole header map
 # A path that resolved to no named route (a scanner's probe, a typo) is one label, not one per path.
 UNMATCHED = "unmatched"
 STATIC = "static"
@@ -31,7 +32,7 @@ class RequestObservabilityMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         began = time.perf_counter()
-        request_id = context.sane_request_id(request.headers.get(HEADER)) or context.new_request_id()
+        request_id = context.sane_request_id(request.META.get(META_KEY)) or context.new_request_id()
         # Cleared when the response is closed (below), after Django's own request logging.
         context.bind(request_id=request_id, request=request)
         response = self.get_response(request)
@@ -45,9 +46,14 @@ class RequestObservabilityMiddleware:
         return response
 
     def process_view(self, request: HttpRequest, view: Any, args: Any, kwargs: dict[str, Any]) -> None:
-        match = request.resolver_match
-        if match is not None and "runs/<uuid:pk>" in match.route and "pk" in kwargs:
-            context.bind_run(kwargs["pk"])
+        bind_route(request, kwargs)
+
+
+def bind_route(request: HttpRequest, kwargs: dict[str, Any]) -> None:
+    """Once the URL is resolved: a run's route names its run in the log context (the lane's shortcut calls it too)."""
+    match = request.resolver_match
+    if match is not None and "runs/<uuid:pk>" in match.route and "pk" in kwargs:
+        context.bind_run(kwargs["pk"])
 
 
 def route_of(request: HttpRequest) -> str:
