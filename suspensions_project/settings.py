@@ -121,6 +121,10 @@ else:
         },
     }
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Django's backend with one change: the pool's health check costs no round trip while the
+    # connection's socket is quiet (suspensions/postgresql/base.py).
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"]["ENGINE"] = "suspensions.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Sign-in failure counts and API throttles. LocMem counts per process; with
