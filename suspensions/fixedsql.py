@@ -17,10 +17,15 @@ settings give one that nothing else reaches (`DB_PREPARED_STATEMENTS`).
 Until 2026-12-01 they did not, and every fixed statement was parsed and
 planned on every call (docs/performance.md, "The fourth pass").
 
-What stays as it was: the statement goes through Django's cursor wrapper
-(its error translation, `execute_wrappers`, the query log of
-`CaptureQueriesContext`), on Django's own connection, inside Django's
-transaction, after its health check. A new connection (after a database
+What stays as it was: the statement runs on Django's own connection,
+inside Django's transaction, after its health check, with Django's error
+translation and broken-transaction guard; whenever something listens (the
+query log of DEBUG and `CaptureQueriesContext`, an `execute_wrappers`
+entry such as a transition's batch) it goes through Django's whole cursor
+wrapper, so they see it as before. When nothing listens, `execute` skips
+the wrapper's own frames, and the rows are read from the psycopg cursor
+itself (a fetch sends nothing: psycopg holds the whole result), about 1%
+of a pause's instructions (docs/performance.md, "The sixth pass"). A new connection (after a database
 restart, or another one from the pool) gets a new cursor and prepares
 again; prepared statements live and die with their connection, so nothing
 needs releasing. Statements other than these fixed ones keep Django's
@@ -85,12 +90,30 @@ def db() -> BaseDatabaseWrapper:
     return connections[DEFAULT_DB_ALIAS]
 
 
-def execute(sql: str, params: list[Any], conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
-    """Run one fixed statement (`%s` placeholders) on its kept cursor; read its rows from the answer."""
+def execute(sql: str, params: list[Any], conn: BaseDatabaseWrapper | None = None) -> Any:
+    """Run one fixed statement (`%s` placeholders) on its kept cursor; read its rows from the answer.
+
+    The answer is the psycopg cursor itself: its rows are read without Django's
+    wrapper around each fetch (psycopg has the whole result by then; a fetch
+    sends nothing). The statement itself goes through Django's wrapper when
+    anything is listening (the query log, an execute wrapper such as a
+    transition's batch); otherwise only through what that wrapper would do
+    for it: the broken-transaction guard and the error translation.
+    """
     text = numbered(sql)
-    kept = cursor(text, conn)
-    kept.execute(text, params)
-    return kept
+    conn = conn or db()
+    made, wrapper = kept(text, conn)
+    if conn.queries_logged:  # DEBUG or CaptureQueriesContext: the wrapper that records each statement
+        logged = conn.make_debug_cursor(made)  # type: ignore[arg-type]
+        logged.execute(text, params)
+        return made
+    if conn.execute_wrappers:  # a transition's batch, a test's: they run as Django runs them
+        wrapper.execute(text, params)
+        return made
+    conn.validate_no_broken_transaction()
+    with conn.wrap_database_errors:
+        made.execute(text, params)
+    return made
 
 
 # Kept cursors per connection: past this many distinct statements (a transition's combined writes vary
@@ -99,6 +122,15 @@ MAX_KEPT = 256
 
 
 def cursor(text: str, conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
+    """The kept cursor for `text` in Django's wrapper (the debug one while queries are logged); see `kept`."""
+    conn = conn or db()
+    made, wrapper = kept(text, conn)
+    if conn.queries_logged:
+        return conn.make_debug_cursor(made)  # type: ignore[arg-type]
+    return wrapper
+
+
+def kept(text: str, conn: BaseDatabaseWrapper) -> tuple[PreparingCursor, CursorWrapper]:
     """The connection's kept cursor for the statement `text` (`$n` placeholders), in Django's wrapper.
 
     One cursor per statement, not one per connection: psycopg keeps a
@@ -110,20 +142,17 @@ def cursor(text: str, conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
     PostgreSQL only. Not a context manager to close: it is kept. Read each
     result before the same statement runs again on this connection.
     """
-    conn = conn or db()
     conn.close_if_health_check_failed()
     conn.ensure_connection()
     raw = conn.connection
-    kept: tuple[Any, dict[str, tuple[PreparingCursor, CursorWrapper]]] | None = conn.__dict__.get("_kept_cursors")
-    if kept is None or kept[0] is not raw or len(kept[1]) >= MAX_KEPT and text not in kept[1]:
-        kept = conn.__dict__["_kept_cursors"] = (raw, {})
-    pair = kept[1].get(text)
+    held: tuple[Any, dict[str, tuple[PreparingCursor, CursorWrapper]]] | None = conn.__dict__.get("_kept_cursors")
+    if held is None or held[0] is not raw or len(held[1]) >= MAX_KEPT and text not in held[1]:
+        held = conn.__dict__["_kept_cursors"] = (raw, {})
+    pair = held[1].get(text)
     if pair is None:
         with conn.wrap_database_errors:
             made = PreparingCursor(raw)
         conn.validate_thread_sharing()
         wrapper = conn.make_cursor(made)  # type: ignore[arg-type]  # (the stubs want a wrapper; Django passes the raw cursor)
-        pair = kept[1][text] = (made, wrapper)  # Django's own wrapper around it, made once too
-    if conn.queries_logged:  # DEBUG or CaptureQueriesContext: the wrapper that records each statement
-        return conn.make_debug_cursor(pair[0])  # type: ignore[arg-type]
-    return pair[1]  # type: ignore[no-any-return]
+        pair = held[1][text] = (made, wrapper)  # Django's own wrapper around it, made once too
+    return pair

@@ -181,15 +181,16 @@ def test_a_kept_cursor_lives_as_long_as_its_connection():
 def test_each_statement_keeps_its_cursor_and_its_loaders():
     """psycopg keeps a cursor's loaders only while it runs the same query object again: one cursor a statement."""
     add, now = "SELECT %s::int + 1, now()", "SELECT now(), %s::text"
-    a = fixedsql.execute(add, [1])
+    a = fixedsql.execute(add, [1])  # the kept psycopg cursor itself
+    assert isinstance(a, fixedsql.PreparingCursor)
     assert a.fetchone()[0] == 2
-    loaders = a.cursor._tx
+    loaders = a._tx
     b = fixedsql.execute(now, ["x"])
     assert b.fetchone()[1] == "x"
-    assert b.cursor is not a.cursor
+    assert b is not a
     again = fixedsql.execute(add, [2])
-    assert again.cursor is a.cursor and again.fetchone()[0] == 3
-    assert again.cursor._tx is loaders  # the same Transformer: nothing built again for this statement
+    assert again is a and again.fetchone()[0] == 3
+    assert again._tx is loaders  # the same Transformer: nothing built again for this statement
 
 
 def prepared_statements() -> list[str]:
@@ -215,6 +216,15 @@ def test_the_fixed_statements_are_prepared_once_per_connection_and_nothing_else_
     assert prepared_statements() == before
     # Only fixed statements ($n placeholders) are ever prepared, never the ORM's.
     assert all("$1" in p for p in before), before
+
+
+def test_a_fixed_statement_nobody_listens_to_still_raises_djangos_errors_and_answers_its_rows():
+    import django.db
+
+    assert not connection.queries_logged and not connection.execute_wrappers  # the path without Django's wrapper
+    assert fixedsql.execute("SELECT %s::int + 1, %s::text", [41, "x"]).fetchall() == [(42, "x")]
+    with pytest.raises(django.db.DataError):  # psycopg's InvalidTextRepresentation, translated as Django does
+        fixedsql.execute("SELECT %s::int", ["not a number"])
 
 
 def test_the_kept_cursors_of_a_connection_are_bounded(monkeypatch):
