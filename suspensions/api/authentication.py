@@ -5,7 +5,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.utils import timezone
-from rest_framework import authentication, exceptions
+from rest_framework import HTTP_HEADER_ENCODING, authentication, exceptions
 from rest_framework.request import Request
 
 from ..models import ApiToken
@@ -41,7 +41,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def read(self, request: Request | HttpRequest) -> tuple[Principal, LiveToken] | None:
         """The bearer token of this request, looked up now: None without one, AuthenticationFailed if not live."""
-        header = authentication.get_authorization_header(request).split()  # type: ignore[arg-type]  # reads META only
+        header = authorization_header(request).split()
         if not header or header[0].lower() != b"bearer":
             return None
         if len(header) != 2:
@@ -63,6 +63,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return BEARER_CHALLENGE
+
+
+def authorization_header(request: Request | HttpRequest) -> bytes:
+    """DRF's get_authorization_header, read from META: `request.headers` would build the whole header map first."""
+    value = request.META.get("HTTP_AUTHORIZATION", b"")
+    return value.encode(HTTP_HEADER_ENCODING) if isinstance(value, str) else value
 
 
 class StaffSessionAuthentication(authentication.SessionAuthentication):
