@@ -102,37 +102,36 @@ def execute(sql: str, params: list[Any], conn: BaseDatabaseWrapper | None = None
     """
     text = numbered(sql)
     conn = conn or db()
-    made = kept(text, conn)
+    made, wrapper = kept(text, conn)
     if conn.queries_logged:  # DEBUG or CaptureQueriesContext: the wrapper that records each statement
-        conn.make_debug_cursor(made).execute(text, params)  # type: ignore[arg-type]
-    elif conn.execute_wrappers:  # a transition's batch, a test's: they run as Django runs them
-        conn.make_cursor(made).execute(text, params)  # type: ignore[arg-type]
-    else:
-        conn.validate_no_broken_transaction()
-        with conn.wrap_database_errors:
-            made.execute(text, params)
+        logged = conn.make_debug_cursor(made)  # type: ignore[arg-type]
+        logged.execute(text, params)
+        return made
+    if conn.execute_wrappers:  # a transition's batch, a test's: they run as Django runs them
+        wrapper.execute(text, params)
+        return made
+    conn.validate_no_broken_transaction()
+    with conn.wrap_database_errors:
+        made.execute(text, params)
     return made
-
-
-def cursor(text: str, conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
-    """The kept cursor for `text` in Django's wrapper (the debug one while queries are logged); see `kept`."""
-    conn = conn or db()
-    made = kept(text, conn)
-    if conn.queries_logged:
-        return conn.make_debug_cursor(made)  # type: ignore[arg-type]
-    return conn.make_cursor(made)  # type: ignore[arg-type]
 
 
 # Kept cursors per connection: past this many distinct statements (a transition's combined writes vary
 # with what waits), the connection starts a new set rather than growing without bound.
 MAX_KEPT = 256
-# Where a psycopg connection holds its kept cursors: on the connection itself, so they live as long as it
-# does, whichever thread's Django connection draws it from the pool next.
-KEPT = "_kept_fixed_cursors"
 
 
-def kept(text: str, conn: BaseDatabaseWrapper) -> PreparingCursor:
-    """The kept psycopg cursor for the statement `text` (`$n` placeholders) on the connection's current session.
+def cursor(text: str, conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
+    """The kept cursor for `text` in Django's wrapper (the debug one while queries are logged); see `kept`."""
+    conn = conn or db()
+    made, wrapper = kept(text, conn)
+    if conn.queries_logged:
+        return conn.make_debug_cursor(made)  # type: ignore[arg-type]
+    return wrapper
+
+
+def kept(text: str, conn: BaseDatabaseWrapper) -> tuple[PreparingCursor, CursorWrapper]:
+    """The connection's kept cursor for the statement `text` (`$n` placeholders), in Django's wrapper.
 
     One cursor per statement, not one per connection: psycopg keeps a
     cursor's loaders and dumpers (its `Transformer`) only while the cursor
@@ -140,24 +139,20 @@ def kept(text: str, conn: BaseDatabaseWrapper) -> PreparingCursor:
     column of the answer otherwise, which was a tenth of a statement's CPU
     for the run lock's forty columns. `numbered` hands out one string
     object per statement, so each kept cursor always sees its own.
-
-    The cursors are kept on the psycopg connection, not on Django's: with
-    the pool, each request draws a connection again, most often another one
-    than its thread had last time (psycopg_pool hands them out in turn), and
-    cursors kept per Django connection were made anew on nearly every request.
-    A psycopg connection serves one thread at a time (it is checked out), so
-    its cursors do too. PostgreSQL only. Not a context manager to close: it
-    is kept. Read each result before the same statement runs again on this
-    connection.
+    PostgreSQL only. Not a context manager to close: it is kept. Read each
+    result before the same statement runs again on this connection.
     """
     conn.close_if_health_check_failed()
     conn.ensure_connection()
     raw = conn.connection
-    held: dict[str, PreparingCursor] | None = raw.__dict__.get(KEPT)
-    if held is None or len(held) >= MAX_KEPT and text not in held:
-        held = raw.__dict__[KEPT] = {}
-    made = held.get(text)
-    if made is None:
+    held: tuple[Any, dict[str, tuple[PreparingCursor, CursorWrapper]]] | None = conn.__dict__.get("_kept_cursors")
+    if held is None or held[0] is not raw or len(held[1]) >= MAX_KEPT and text not in held[1]:
+        held = conn.__dict__["_kept_cursors"] = (raw, {})
+    pair = held[1].get(text)
+    if pair is None:
         with conn.wrap_database_errors:
-            made = held[text] = PreparingCursor(raw)
-    return made
+            made = PreparingCursor(raw)
+        conn.validate_thread_sharing()
+        wrapper = conn.make_cursor(made)  # type: ignore[arg-type]  # (the stubs want a wrapper; Django passes the raw cursor)
+        pair = held[1][text] = (made, wrapper)  # Django's own wrapper around it, made once too
+    return pair
