@@ -5,11 +5,12 @@ A/A run of bench/cpu.py reads up to ±20%); the number of instructions a
 request executes does not. Each checkout runs in its own Python process
 under `valgrind --tool=callgrind`, in-process (bench/cpu.py's `Round`, its
 requests sent to the WSGI application as gunicorn sends them: the same
-middleware, views and pool checkout, no server), with collection zeroed before and dumped after each phase of N
-requests, after a warm-up pass. Figures: instructions per request of each
-kind, and each kind over the floor; with `--baseline DIR`, this checkout
-over that one (its own code, measured with this checkout's bench/cpu.py
-copied into its bench/ when it lacks `wsgi_local`). Only this process's user-space instructions count: the
+middleware, views and pool checkout, no server), with collection zeroed
+before and dumped after each phase of N requests, after a warm-up pass.
+Figures: instructions per request of each kind, and each kind over the
+floor; with `--baseline DIR`, this checkout over that one (its own code,
+measured with this checkout's bench/cpu.py copied into its bench/ when it
+lacks `wsgi_local`). Only this process's user-space instructions count: the
 kernel's, PostgreSQL's and gunicorn's own request handling do not, so the
 ratios to the floor read higher than bench/cpu.py's (the same extra cost
 over a smaller base), and a change's ratio is exact to a few in ten

@@ -25,10 +25,10 @@ entry such as a transition's batch) it goes through Django's whole cursor
 wrapper, so they see it as before. When nothing listens, `execute` skips
 the wrapper's own frames, and the rows are read from the psycopg cursor
 itself (a fetch sends nothing: psycopg holds the whole result), about 1%
-of a pause's instructions (docs/performance.md, "The sixth pass"). A new connection (after a database
-restart, or another one from the pool) gets a new cursor and prepares
-again; prepared statements live and die with their connection, so nothing
-needs releasing. Statements other than these fixed ones keep Django's
+of a pause's instructions (docs/performance.md, "The sixth pass"). A new
+connection (after a database restart, or another one from the pool) gets
+a new cursor and prepares again; prepared statements live and die with
+their connection, so nothing needs releasing. Statements other than these fixed ones keep Django's
 default (client-side binding, never prepared), which is why the setting
 `server_side_binding` is not used.
 """
@@ -103,17 +103,18 @@ def execute(sql: str, params: list[Any], conn: BaseDatabaseWrapper | None = None
     text = numbered(sql)
     conn = conn or db()
     made, wrapper = kept(text, conn)
-    if conn.queries_logged:  # DEBUG or CaptureQueriesContext: the wrapper that records each statement
-        logged = conn.make_debug_cursor(made)  # type: ignore[arg-type]
-        logged.execute(text, params)
-        return made
-    if conn.execute_wrappers:  # a transition's batch, a test's: they run as Django runs them
-        wrapper.execute(text, params)
-        return made
-    conn.validate_no_broken_transaction()
-    with conn.wrap_database_errors:
-        made.execute(text, params)
+    if conn.queries_logged or conn.execute_wrappers:  # the query log, a transition's batch, a test's wrapper
+        wrapped(conn, made, wrapper).execute(text, params)
+    else:
+        conn.validate_no_broken_transaction()
+        with conn.wrap_database_errors:
+            made.execute(text, params)
     return made
+
+
+def wrapped(conn: BaseDatabaseWrapper, made: PreparingCursor, wrapper: CursorWrapper) -> CursorWrapper:
+    """Django's wrapper of a kept cursor: the debug one that records each statement while queries are logged."""
+    return conn.make_debug_cursor(made) if conn.queries_logged else wrapper  # type: ignore[arg-type]
 
 
 # Kept cursors per connection: past this many distinct statements (a transition's combined writes vary
@@ -124,10 +125,7 @@ MAX_KEPT = 256
 def cursor(text: str, conn: BaseDatabaseWrapper | None = None) -> CursorWrapper:
     """The kept cursor for `text` in Django's wrapper (the debug one while queries are logged); see `kept`."""
     conn = conn or db()
-    made, wrapper = kept(text, conn)
-    if conn.queries_logged:
-        return conn.make_debug_cursor(made)  # type: ignore[arg-type]
-    return wrapper
+    return wrapped(conn, *kept(text, conn))
 
 
 def kept(text: str, conn: BaseDatabaseWrapper) -> tuple[PreparingCursor, CursorWrapper]:
