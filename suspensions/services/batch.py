@@ -33,9 +33,11 @@ class Batch:
     before COMMIT. A refusal raised while writes wait sends nothing.
     """
 
-    def __init__(self, conn: BaseDatabaseWrapper) -> None:
+    def __init__(self, conn: BaseDatabaseWrapper, *, single: bool = False) -> None:
         self.conn = conn
         self.waiting: list[tuple[str, str, list[Any]]] = []  # (table, sql, params)
+        # An attempt (claims_sql.attempted): no transaction around it, so every write goes in ONE statement or none.
+        self.single = single
 
     def add(self, table: str, sql: str, params: list[Any]) -> None:
         self.make_room(table)
@@ -48,6 +50,8 @@ class Batch:
 
     def send(self, last: tuple[str, list[Any]] | None = None) -> CursorWrapper | None:
         """The waiting writes, with `last` (sql, params) as the statement they precede, if any."""
+        if self.single:
+            raise Unbatched("an attempt sends its writes once, under its guard")
         waiting, self.waiting = self.waiting, []
         if last is None:
             if not waiting:
@@ -59,24 +63,65 @@ class Batch:
             params = [p for w in waiting for p in w[2]] + params
         return fixedsql.execute(sql, params, self.conn)
 
+    def send_guarded(self, guard: str | None, params: list[Any]) -> None:
+        """An attempt's writes in ONE statement, behind `guard` (a CTE named g) if any; none if it finds no row.
+
+        `guard` locks the row it checks, so it is run first (the last part of
+        the statement reads it, and PostgreSQL runs the writes, which nothing
+        reads, after that part): when it finds no row, the last part fails
+        with MOVED before any write has run, and the statement, its own
+        transaction, changes nothing. Without a guard the writes go as `send`
+        sends them.
+        """
+        self.single = False
+        if guard is None:
+            self.send()
+            return
+        waiting, self.waiting = self.waiting, []
+        ctes = ", ".join([f"g AS ({guard})", *(f"w{n} AS ({w[1]})" for n, w in enumerate(waiting))])
+        sql = f"WITH {ctes} SELECT CAST(COALESCE((SELECT '1' FROM g), '{MOVED}') AS integer)"
+        fixedsql.execute(sql, params + [p for w in waiting for p in w[2]], self.conn)
+
     def before_statement(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        """Django's execute wrapper: another statement first sends the waiting writes."""
+        """Django's execute wrapper: another statement first sends the waiting writes.
+
+        In an attempt, a read goes as it is while nothing waits; a write, or
+        a read after a write, is refused (Unbatched) before it is sent.
+        """
+        if self.single and (self.waiting or not is_read(sql)):
+            raise Unbatched("an attempt reads before it writes, and writes once")
         if self.waiting:
             self.send()
         return execute(sql, params, many, context)
+
+
+class Unbatched(Exception):
+    """An attempt met a statement it cannot send in its one guarded statement: the transition takes the lock."""
+
+
+# The guard found no row: the run moved after it was read. PostgreSQL's log shows this text in its error.
+MOVED = "suspensions: the run moved after it was read; the claim is taken again under the lock"
+
+
+def is_read(sql: str) -> bool:
+    """A statement an attempt may send before its writes: a plain SELECT (no lock; anything with FOR is refused)."""
+    return sql.startswith("SELECT ") and " FOR " not in sql
 
 
 BATCH = "_fixed_write_batch"
 
 
 @contextmanager
-def batched(conn: BaseDatabaseWrapper) -> Iterator[None]:
-    """The connection's batch for the block: sent at its end, before COMMIT; nothing sent when it raises."""
-    batch = conn.__dict__[BATCH] = Batch(conn)
+def batched(conn: BaseDatabaseWrapper, *, single: bool = False) -> Iterator[Batch]:
+    """The connection's batch for the block: sent at its end, before COMMIT; nothing sent when it raises.
+
+    `single`: an attempt's batch, which the block sends itself (`send_guarded`).
+    """
+    batch = conn.__dict__[BATCH] = Batch(conn, single=single)
     try:
         with conn.execute_wrapper(batch.before_statement):
-            yield
-            if not conn.needs_rollback:  # set_rollback(True): the block ends quietly, as atomic's does
+            yield batch
+            if not single and not conn.needs_rollback:  # set_rollback(True): ends quietly, as atomic's does
                 batch.send()
     finally:
         del conn.__dict__[BATCH]

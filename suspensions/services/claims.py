@@ -224,6 +224,7 @@ def earlier_claim(run: Run, live: Suspension | None, version: Version) -> Admiss
     """
     if is_current(run, live, version):
         return None
+    claims_sql.lock_answers()  # an attempt answers a fresh claim only
     existing = Admission.objects.filter(run_id=run.id, suspension_id=version.suspension_id).first()
     if existing is not None:
         return existing

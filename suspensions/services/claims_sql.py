@@ -14,26 +14,30 @@ and `ORM_ONLY` makes PostgreSQL do the same (the equivalence test).
 """
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DataError, IntegrityError, connection, connections, transaction
 from django.db.models import DateTimeField, Func, Model
 from django.db.models.fields import AutoFieldMixin
+from django.db.transaction import TransactionManagementError
 
 from .. import fixedsql, scopes, selectors
-from ..exceptions import NotFound
+from ..exceptions import NotFound, ServiceError
 from ..fixedsql import db
 from ..models import Admission, AdmissionState, Run, Suspension
 from ..principals import Principal
-from .batch import BATCH, Batch, batched, send, write  # noqa: F401 (Batch: named in the docs and tests)
+from .batch import BATCH, MOVED, Batch, Unbatched, batched, send, write  # noqa: F401 (Batch: named in the docs)
 from .sql_values import inserted_columns, inserted_fields, prepare, row_values
 
 # Set by the equivalence test: the ORM twins on PostgreSQL as well.
 ORM_ONLY = False
+# Off: every attempted() transition goes straight to the lock (the tests that compare both ways).
+ATTEMPTS = True
 
 
 def enabled() -> bool:
@@ -87,14 +91,24 @@ def _where_visible(table: str, depths: tuple[int, ...] | None, key: str) -> str:
 
 
 @functools.cache
-def _lock_sql(depths: tuple[int, ...] | None) -> str:
-    """The lock of one run in the scopes of these depths (None: every scope, a superuser's)."""
+def _lock_sql(depths: tuple[int, ...] | None, lock: bool = True) -> str:
+    """The lock of one run in the scopes of these depths (None: every scope, a superuser's); `lock=False`: the read."""
     run, pause = q(Run._meta.db_table), q(Suspension._meta.db_table)
     where = _where_visible(run, depths, "id")
     return (
         f"SELECT {_columns(Run)}, CLOCK_TIMESTAMP(), {_columns(Suspension)} FROM {run}"
         f" LEFT OUTER JOIN {pause} ON ({run}.{q('id')} = {pause}.{q('run_id')})"
-        f" WHERE {where} FOR NO KEY UPDATE OF {run}"
+        f" WHERE {where}" + (f" FOR NO KEY UPDATE OF {run}" if lock else "")
+    )
+
+
+@functools.cache
+def _guard_sql() -> str:
+    """An attempt's guard: the run, locked, still at the revision and state it was read at."""
+    run = q(Run._meta.db_table)
+    return (
+        f"SELECT 1 FROM {run} WHERE {run}.{q('id')} = %s AND {run}.{q('revision')} = %s"
+        f" AND {run}.{q('state')} = %s FOR NO KEY UPDATE"
     )
 
 
@@ -134,11 +148,16 @@ def _lock_run_sql(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspen
     depths, params = _visible(principal, f"run {run_id}")
     params.append(pk)
     conn = db()
-    row = fixedsql.execute(_lock_sql(depths), params, conn).fetchone()
+    attempt: Attempt | None = conn.__dict__.get(ATTEMPT)
+    if attempt is not None and attempt.guard is not None:
+        raise Unbatched("an attempt reads one run")
+    row = fixedsql.execute(_lock_sql(depths, lock=attempt is None), params, conn).fetchone()
     if row is None:
         raise NotFound(f"run {run_id} not found")
     alias = conn.alias
     run = Run.from_db(alias, RUN_NAMES, row[:RUN_FIELDS])
+    if attempt is not None:
+        attempt.guard = [run.pk, run.revision, run.state]
     values = row[RUN_FIELDS + 1 :]
     suspension = Suspension.from_db(alias, PAUSE_NAMES, values) if values[PAUSE_PK] is not None else None
     # What select_related leaves: run.suspension answers without a query, and the pause knows its run.
@@ -165,6 +184,88 @@ def transition() -> Iterator[None]:
             return
         with batched(conn):
             yield
+
+
+T = TypeVar("T")
+ATTEMPT = "_claim_attempt"
+
+
+@dataclass
+class Attempt:
+    """One transition tried without a transaction around it (see `attempted`).
+
+    `guard`: the run as it was read (key, revision, state). `hooks`: what
+    the transition asked to run on commit, kept until its statement has
+    succeeded: while the attempt is open, `transaction.on_commit` on the
+    connection lands here (the connection's own `on_commit` is shadowed by
+    this one's for the attempt), since outside a transaction Django would
+    run it at once.
+    """
+
+    guard: list[Any] | None = None
+    hooks: list[tuple[set[str], Callable[[], Any], bool]] = field(default_factory=list)
+
+    def on_commit(self, func: Callable[[], Any], robust: bool = False) -> None:
+        self.hooks.append((set(), func, robust))
+
+
+def lock_answers() -> None:
+    """What follows (a replay, a 409) is answered under the lock: an attempt open on the connection drops here."""
+    if ATTEMPT in db().__dict__:
+        raise Unbatched("an attempt answers a fresh transition only")
+
+
+def attempted(body: Callable[[], T], *, attempt: bool = True) -> T:
+    """One transition: `body` tried first as ONE statement without a transaction around it, else under the lock.
+
+    DESIGN §3 allows a claim as one conditional write. The attempt reads the
+    run and its live pause without a lock (`lock_run`), runs every check of
+    `body` on what it read, and sends all of `body`'s writes in one
+    statement, outside any transaction (so without BEGIN and COMMIT: one
+    statement is its own transaction), behind a guard that locks the run and
+    finds it still at the revision and state it was read at
+    (batch.Batch.send_guarded). When the guard finds it moved, the statement
+    changes nothing. A transition that locks no run (register) writes only
+    new rows: its one statement needs no guard.
+
+    The attempt answers only the transition it wrote. A refusal, a replay (no
+    write), a moved run, or a statement it cannot send in its one statement
+    (a second run, a write after a read, keys read back) drop it, unsent,
+    and `body` runs again in `transition()`, under the run lock, which
+    answers as before: a fresh transition costs the token, the read and the
+    write; the rest cost the attempt's read more. `attempt=False` (a
+    transition that will read keys back, such as an announced one) goes to
+    the lock at once. Inside a transaction (a test's, or a caller's), on
+    other databases and with ATTEMPTS off, so does every transition.
+    """
+    conn = db()
+    if not (attempt and ATTEMPTS and enabled()) or conn.in_atomic_block or BATCH in conn.__dict__:
+        with transition():
+            return body()
+    tried = conn.__dict__[ATTEMPT] = Attempt()
+    conn.on_commit = tried.on_commit  # type: ignore[method-assign]  # (see Attempt)
+    landed = False
+    try:
+        with batched(conn, single=True) as batch:
+            answer = body()
+        if not batch.waiting:
+            raise Unbatched("nothing to write: the answer is the lock's")
+        batch.send_guarded(_guard_sql() if tried.guard else None, tried.guard or [])
+        landed = True
+    except (ServiceError, Unbatched, IntegrityError, TransactionManagementError):
+        pass
+    except DataError as error:
+        if MOVED not in str(error):
+            raise
+    finally:
+        del conn.__dict__[ATTEMPT]
+        del conn.on_commit
+    if not landed:
+        with transition():
+            return body()
+    conn.run_on_commit = tried.hooks  # type: ignore[assignment]  # Django runs them: robust ones logged, others raised
+    conn.run_and_clear_commit_hooks()
+    return answer
 
 
 @functools.cache

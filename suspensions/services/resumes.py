@@ -31,17 +31,19 @@ def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) 
 def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, results: list[dict[str, Any]]) -> Claimed:
     """T3 one-shot resume of an `external_tool` pause: T4 admit and T5 start in one transaction.
 
-    Locks the run. The identical request again answers the original receipts
-    with fresh=False and no continuation, even after the run moved on.
+    One guarded statement, or under the run lock (claims_sql.attempted). The
+    identical request again answers the original receipts with fresh=False
+    and no continuation, even after the run moved on.
     """
     version.require_run(run_id)
     input_text = bounded_input(results)
-    ordered: list[dict[str, Any]] = []
 
-    def match(live: Suspension) -> None:
-        ordered.extend(order_results(json.loads(live.pending), results))
+    def resume() -> Claimed:
+        ordered: list[dict[str, Any]] = []
 
-    with claims_sql.transition():
+        def match(live: Suspension) -> None:
+            ordered.extend(order_results(json.loads(live.pending), results))
+
         c = claim(
             principal=principal,
             run_id=run_id,
@@ -61,7 +63,9 @@ def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, re
             run=c.run, admission=c.admission, suspension=c.live, actor=principal.name, now=c.now
         )
         write_events(c.admitted, started)
-    return Claimed(run=c.run, admission=c.admission, start=start, suspension=c.live, results=ordered)
+        return Claimed(run=c.run, admission=c.admission, start=start, suspension=c.live, results=ordered)
+
+    return claims_sql.attempted(resume)
 
 
 @metrics.counted_claim("agent_reply")

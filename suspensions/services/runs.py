@@ -30,7 +30,7 @@ from .claims import (
 
 
 def register_run(*, principal: Principal, agent_id: str, scope: str | None = None, session_id: str = "") -> Run:
-    """T1 register: a new run `running` at revision 1 in a scope the engine holds."""
+    """T1 register: a new run `running` at revision 1 in a scope the engine holds (claims_sql.attempted)."""
     if scope is None:
         held = principal.scopes_with(Role.ENGINE)
         if len(held) != 1:
@@ -39,13 +39,16 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
     if not scopes.is_valid(scope):
         raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
     require(principal, Role.ENGINE, scope)
-    with claims_sql.transition():
+
+    def register() -> Run:
         now = db_now()
         run = Run(agent_id=agent_id, session_id=session_id, created_at=now, updated_at=now)
         run.stamp_scope(scope)
         claims_sql.insert([run])
         write_events(event(run, "registered", principal.name, now, agent_id=agent_id))
-    return run
+        return run
+
+    return claims_sql.attempted(register)
 
 
 def suspend_run(
@@ -62,14 +65,16 @@ def suspend_run(
 ) -> Suspension:
     """T2 suspend: a running run at `revision` pauses; opens an approval for `approval` pauses.
 
-    Locks the run. Refuses a stale revision (version_conflict), a live pause
+    One guarded statement, or under the run lock (claims_sql.attempted).
+    Refuses a stale revision (version_conflict), a live pause
     (already_suspended) and a finished run (invalid_state). `approval` is the
     pause's policy (DESIGN §15), validated by the caller.
     """
     pending_text = bounded_input(pending)
     continuation_text = digests.canonical(continuation).decode("utf-8")
     ttl = settings.SUSPENSION_TTL_SECONDS if ttl_seconds is None else ttl_seconds
-    with claims_sql.transition():
+
+    def suspend() -> Suspension:
         run, live, now = lock_run(principal, run_id)
         require(principal, Role.ENGINE, run.scope)
         if run.revision != revision:
@@ -109,8 +114,11 @@ def suspend_run(
         )
         # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
         write_events(suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in pending]})
-    suspension.run = run
-    return suspension
+        suspension.run = run
+        return suspension
+
+    # An approval pause is announced, and its outbox rows' keys are read back: that attempt would always drop.
+    return claims_sql.attempted(suspend, attempt=reason != Reason.APPROVAL)
 
 
 def _open_approval(principal: Principal, run: Run, suspension: Suspension, policy: dict[str, Any]) -> None:
