@@ -23,6 +23,7 @@ through the counting proxy, never from the timed pass.
 
 import time
 import uuid
+from contextlib import nullcontext
 from typing import Any
 
 import common
@@ -35,13 +36,13 @@ RESULTS = [{"call_id": "c1", "content": {"ok": True, "rows": 3}}]
 
 
 def capture(fn: Any) -> tuple[list[tuple[str, Any, bool]], Any]:
-    """Run `fn()` and return the (sql, params, many) it executed through Django, in order."""
+    """Run `fn()` and return the (sql, params, in a transaction) it executed through Django, in order."""
     from django.db import connection
 
     calls: list[tuple[str, Any, bool]] = []
 
     def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        calls.append((sql, params, many))
+        calls.append((sql, params, not connection.get_autocommit()))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(wrapper):
@@ -84,10 +85,12 @@ def _swap(value: Any, mapping: dict[Any, Any]) -> Any:
 
 
 class Replay:
-    """R1: captured statements executed by plain psycopg, one transaction per call like the service.
+    """R1: captured statements executed by plain psycopg, in a transaction where the service had one.
 
-    `statements` maps a call kind to its (sql, params, many) list; `old` names
-    the ids the capture created, which each replay swaps for fresh ones.
+    `statements` maps a call kind to its (sql, params, in a transaction)
+    list; `old` names the ids the capture created, which each replay swaps
+    for fresh ones. A fresh pause and resume are one statement each outside
+    any transaction (claims_sql.attempted), and R1 sends them the same way.
     """
 
     def __init__(self, statements: dict[str, list[tuple[str, Any, bool]]], old: dict[str, Any]) -> None:
@@ -107,10 +110,11 @@ class Replay:
     def call(self, conn: Any, kind: str, mapping: dict[Any, Any]) -> None:
         import psycopg
 
-        with conn.transaction():
+        statements = self.statements[kind]
+        with conn.transaction() if any(t for _, _, t in statements) else nullcontext():
             # The service's fixed statements carry PostgreSQL's own $n placeholders (suspensions/fixedsql.py).
             with conn.cursor() as client, psycopg.RawCursor(conn) as raw:
-                for sql, params, _many in self.statements[kind]:
+                for sql, params, _ in statements:
                     cursor = raw if "%s" not in sql else client
                     cursor.execute(sql, _swap(params, mapping))
                     if cursor.description is not None:
@@ -123,7 +127,9 @@ def raw_connection(port: int | None = None) -> Any:
     info = common.conninfo(common.bench_database_url())
     if port is not None:
         info["port"] = port
-    return psycopg.connect(**{k: v for k, v in info.items() if v is not None}, cursor_factory=psycopg.ClientCursor)
+    # Autocommit, as Django's connections: a call opens a transaction only where the service's did (Replay.call).
+    info = {k: v for k, v in info.items() if v is not None}
+    return psycopg.connect(**info, cursor_factory=psycopg.ClientCursor, autocommit=True)
 
 
 # -- the three ways ---------------------------------------------------------------------

@@ -110,7 +110,8 @@ def admit_reply(
 def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claimed:
     """T5 start: the single grant to execute an admitted continuation.
 
-    Locks the run (before reading the admission again). Only the fresh start
+    One guarded statement, or under the run lock (claims_sql.attempted),
+    which is taken before the admission is read again. Only the fresh start
     carries the suspension; a second start is resume_already_started with the
     start receipt.
     """
@@ -119,7 +120,8 @@ def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claime
     found = claims_sql.admission_run(principal, admission_id)
     if found is None:
         raise NotFound(f"admission {admission_id} not found")
-    with claims_sql.transition():
+
+    def start() -> Claimed:
         run, live, now = lock_run(principal, found)
         require(principal, Role.ENGINE, run.scope)
         admission: Admission | None = claims_sql.first(Admission, id=admission_id)
@@ -135,6 +137,10 @@ def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claime
         check_deadline(live, now)
         claims_sql.set_admission_state(admission.pk, AdmissionState.STARTED)
         admission.state = AdmissionState.STARTED
-        start, started = write_start(run=run, admission=admission, suspension=live, actor=principal.name, now=now)
+        begun, started = write_start(run=run, admission=admission, suspension=live, actor=principal.name, now=now)
         write_events(started)
-    return Claimed(run=run, admission=admission, start=start, suspension=live, admission_fresh=False)
+        return Claimed(run=run, admission=admission, start=begun, suspension=live, admission_fresh=False)
+
+    # A start moves no revision: two starts of one admission both pass an attempt's guard, and the second's
+    # start row breaks the unique admission key, which drops that attempt to the lock (ResumeAlreadyStarted).
+    return claims_sql.attempted(start)

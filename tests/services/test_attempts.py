@@ -4,6 +4,7 @@ These run with real commits (transaction=True): inside a test's transaction
 every transition goes to the lock, as `attempted` says.
 """
 
+import threading
 from typing import Any
 
 import psycopg
@@ -11,7 +12,7 @@ import pytest
 from django.db import connection
 
 from suspensions import services
-from suspensions.exceptions import VersionConflict
+from suspensions.exceptions import ResumeAlreadyStarted, VersionConflict
 from suspensions.models import Admission, Event, Run, Start, Suspension
 from suspensions.observability import metrics
 from suspensions.services import claims_sql
@@ -154,3 +155,41 @@ def test_an_approval_pause_goes_to_the_lock_at_once():
         )
     reads = [sql for sql, _ in record.sent if sql.startswith("SELECT")]
     assert len(reads) == 1 and "FOR NO KEY UPDATE" in reads[0]  # one lock, no attempt's read before it
+
+
+def test_two_starts_of_one_admission_pass_the_guard_and_the_second_is_the_locks_already_started():
+    engine = principal("token:engine", "acme", "engine", "bus")
+    s = services.suspend_run(
+        principal=engine,
+        run_id=services.register_run(principal=engine, agent_id="a", scope="acme").id,
+        revision=1,
+        reason="agent_reply",
+        pending=[call(reply_with="q1")],
+        continuation={},
+    )
+    claimed = services.admit_reply(principal=engine, run_id=s.run_id, version=version(s), input='"42"', reply_with="q1")
+    record = Recorder()
+    other: dict[str, Any] = {}
+
+    def start_first(sql: str) -> None:
+        if sql.startswith("WITH g AS") and record.before is not None:
+            record.before = None
+
+            def start() -> None:
+                try:
+                    other["claimed"] = services.start_admission(principal=engine, admission_id=claimed.admission.id)
+                finally:
+                    connection.close()
+
+            thread = threading.Thread(target=start)
+            thread.start()
+            thread.join()
+
+    record.before = start_first
+    with connection.execute_wrapper(record), pytest.raises(ResumeAlreadyStarted):
+        services.start_admission(principal=engine, admission_id=claimed.admission.id)
+    assert other["claimed"].start is not None  # the other start landed, in its own attempt
+    assert Start.objects.filter(admission_id=claimed.admission.id).count() == 1
+    assert list(Event.objects.filter(run_id=s.run_id, kind="started").values_list("actor", flat=True)) == [
+        "token:engine"
+    ]
