@@ -152,15 +152,18 @@ def approve(
 ) -> Claimed | Voted:
     """A vote to approve, with the approver's edits; at the quorum, T4 with the final calls as input.
 
-    Locks the run. Refusals, all before the first write: the pause must be an
-    approval (403), open at this version (409; the same person's identical
-    vote again replays: 200, or 202 while short of the quorum), before its
-    deadline (410); separation of duties (403); edits (400, 403 not_editable,
-    422 arguments_invalid); a vote on other calls than the first vote's, or
-    the same person voting differently (409 vote_mismatch).
+    The vote that reaches the quorum is one guarded statement, or under the
+    run lock (claims_sql.attempted); a vote short of it takes the lock.
+    Refusals, all before the first write: the pause must be an approval
+    (403), open at this version (409; the same person's identical vote again
+    replays: 200, or 202 while short of the quorum), before its deadline
+    (410); separation of duties (403); edits (400, 403 not_editable, 422
+    arguments_invalid); a vote on other calls than the first vote's, or the
+    same person voting differently (409 vote_mismatch).
     """
     _check_version(suspension_id, version)
-    with claims_sql.transition():
+
+    def vote() -> Claimed | Voted:
         run, live, now = lock_run(principal, version.run_id)
         require(principal, Role.APPROVER, run.scope)
         check_reason(live, version, "decide")
@@ -211,6 +214,9 @@ def approve(
         if edited:
             voted.data["edited"] = edited
         if len(voters) < record.quorum:
+            # A vote short of the quorum moves no revision: a guard on the run would not see another vote
+            # cast meanwhile (which could have made this one the last), so it is counted under the lock.
+            claims_sql.lock_answers()
             write_events(voted)
             return Voted(run=run, suspension_id=live.id, quorum=record.quorum, voters=voters)
         input_text = _approval_input(calls, note, voters)
@@ -228,7 +234,9 @@ def approve(
         resolve_approval(live.id, ApprovalStatus.APPROVED, now, principal.name, note, final_calls=calls_text)
         assert c.admitted is not None
         write_events(*([voted] if record.quorum > 1 else []), c.admitted)
-    return Claimed(run=c.run, admission=c.admission, fresh=True)
+        return Claimed(run=c.run, admission=c.admission, fresh=True)
+
+    return claims_sql.attempted(vote)
 
 
 @metrics.counted_claim("respond")

@@ -4,7 +4,7 @@
 through `write` (kept) and `send` (sent now, with what is kept).
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -12,6 +12,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
 from .. import fixedsql
+
+KeySetter = Callable[[list[Any]], None]
 
 
 class Batch:
@@ -38,10 +40,19 @@ class Batch:
         self.waiting: list[tuple[str, str, list[Any]]] = []  # (table, sql, params)
         # An attempt (claims_sql.attempted): no transaction around it, so every write goes in ONE statement or none.
         self.single = single
+        # An attempt's one INSERT whose keys are read back: (its place in `waiting`, its key column, what sets them).
+        self.keyed: tuple[int, str, KeySetter] | None = None
 
     def add(self, table: str, sql: str, params: list[Any]) -> None:
         self.make_room(table)
         self.waiting.append((table, sql, params))
+
+    def add_keyed(self, table: str, sql: str, params: list[Any], key: str, set_keys: KeySetter) -> None:
+        """An attempt's INSERT ... RETURNING `key`: it waits with the rest; `set_keys` gets its keys when it lands."""
+        if self.keyed is not None:
+            raise Unbatched("an attempt reads back the keys of one write")
+        self.add(table, sql, params)
+        self.keyed = (len(self.waiting) - 1, key, set_keys)
 
     def make_room(self, table: str) -> None:
         """A statement on `table` is next: a write of that table that waits goes first (one snapshot, see above)."""
@@ -66,21 +77,33 @@ class Batch:
     def send_guarded(self, guard: str | None, params: list[Any]) -> None:
         """An attempt's writes in ONE statement, behind `guard` (a CTE named g) if any; none if it finds no row.
 
-        `guard` locks the row it checks, so it is run first (the last part of
-        the statement reads it, and PostgreSQL runs the writes, which nothing
-        reads, after that part): when it finds no row, the last part fails
-        with MOVED before any write has run, and the statement, its own
-        transaction, changes nothing. Without a guard the writes go as `send`
-        sends them.
+        `guard` locks the row it checks, so it is run first: the last part of
+        the statement reads it (and the keyed INSERT's keys, after it), and
+        PostgreSQL runs the writes that nothing reads after that part. When it
+        finds no row, the last part fails with MOVED before any write has
+        run, and the statement, its own transaction, changes nothing. Without
+        a guard the writes go as `send` sends them.
         """
         self.single = False
         if guard is None:
+            if self.keyed is not None:
+                raise Unbatched("keys are read back behind a guard only")
             self.send()
             return
         waiting, self.waiting = self.waiting, []
         ctes = ", ".join([f"g AS ({guard})", *(f"w{n} AS ({w[1]})" for n, w in enumerate(waiting))])
-        sql = f"WITH {ctes} SELECT CAST(COALESCE((SELECT '1' FROM g), '{MOVED}') AS integer)"
-        fixedsql.execute(sql, params + [p for w in waiting for p in w[2]], self.conn)
+        checked = f"SELECT CAST(COALESCE((SELECT '1' FROM g), '{MOVED}') AS integer)"
+        if self.keyed is None:
+            sql = f"WITH {ctes} {checked}"
+        else:
+            # The check is read (an output no one reads is dropped, and with it the guard) and fenced
+            # (OFFSET 0: the check's row is made before the keys are read, so the guard runs first).
+            n, key, _ = self.keyed
+            keys = f"SELECT array_agg(w{n}.{key} ORDER BY w{n}.{key}) FROM w{n}"
+            sql = f"WITH {ctes} SELECT g1.ok, ({keys}) FROM ({checked} AS ok OFFSET 0) AS g1"
+        cursor = fixedsql.execute(sql, params + [p for w in waiting for p in w[2]], self.conn)
+        if self.keyed is not None:
+            self.keyed[2](cursor.fetchone()[1])  # serial keys, in the order of the rows' VALUES
 
     def before_statement(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         """Django's execute wrapper: another statement first sends the waiting writes.

@@ -16,10 +16,10 @@ its Event in its own transaction. No network I/O happens under these locks.
 
 The fixed statements themselves (the lock, the move, the inserts) are in
 claims_sql.py: SQL built once for PostgreSQL, the ORM elsewhere. A fresh
-register, pause or one-shot resume is first attempted as one guarded
-statement without a transaction (`claims_sql.attempted`): its guard takes the
-run lock first, in the same order, and anything but a fresh transition is
-answered under the lock as above.
+register, pause, one-shot resume, start or deciding vote is first attempted
+as one guarded statement without a transaction (`claims_sql.attempted`): its
+guard takes the run lock first, in the same order, and anything but a fresh
+transition is answered under the lock as above.
 """
 
 from collections.abc import Callable, Mapping

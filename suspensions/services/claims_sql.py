@@ -215,7 +215,7 @@ def lock_answers() -> None:
         raise Unbatched("an attempt answers a fresh transition only")
 
 
-def attempted(body: Callable[[], T], *, attempt: bool = True) -> T:
+def attempted(body: Callable[[], T]) -> T:
     """One transition: `body` tried first as ONE statement without a transaction around it, else under the lock.
 
     DESIGN §3 allows a claim as one conditional write. The attempt reads the
@@ -229,17 +229,17 @@ def attempted(body: Callable[[], T], *, attempt: bool = True) -> T:
     new rows: its one statement needs no guard.
 
     The attempt answers only the transition it wrote. A refusal, a replay (no
-    write), a moved run, or a statement it cannot send in its one statement
-    (a second run, a write after a read, keys read back) drop it, unsent,
+    write), a moved run, what `lock_answers` hands to the lock, or a
+    statement it cannot send in its one statement (a second run, a write
+    after a read, the keys of a second INSERT read back) drop it, unsent,
     and `body` runs again in `transition()`, under the run lock, which
     answers as before: a fresh transition costs the token, the read and the
-    write; the rest cost the attempt's read more. `attempt=False` (a
-    transition that will read keys back, such as an announced one) goes to
-    the lock at once. Inside a transaction (a test's, or a caller's), on
-    other databases and with ATTEMPTS off, so does every transition.
+    write; the rest cost the attempt's read more. Inside a transaction (a
+    test's, or a caller's), on other databases and with ATTEMPTS off, every
+    transition goes to the lock at once.
     """
     conn = db()
-    if not (attempt and ATTEMPTS and enabled()) or conn.in_atomic_block or BATCH in conn.__dict__:
+    if not (ATTEMPTS and enabled()) or conn.in_atomic_block or BATCH in conn.__dict__:
         with transition():
             return body()
     tried = conn.__dict__[ATTEMPT] = Attempt()
@@ -334,7 +334,15 @@ def insert(rows: Sequence[Model], *, keys: bool = True) -> None:
     pk = model._meta.pk
     generated = isinstance(pk, AutoFieldMixin)
     sql = _insert_sql(model, len(rows), returning=generated and keys)
-    if generated and keys:  # the keys are read back: the statement goes now, with what waits
+    batch: Batch | None = conn.__dict__.get(BATCH)
+    if generated and keys and batch is not None and batch.single:  # an attempt's: the keys come when it lands
+
+        def set_keys(found: list[Any]) -> None:
+            for row, key in zip(rows, found, strict=True):
+                setattr(row, pk.attname, key)
+
+        batch.add_keyed(model._meta.db_table, sql, params, q(pk.column), set_keys)
+    elif generated and keys:  # the keys are read back: the statement goes now, with what waits
         cursor = send(conn, model._meta.db_table, sql, params)
         for row, (key,) in zip(rows, cursor.fetchall(), strict=True):
             setattr(row, pk.attname, key)

@@ -22,7 +22,7 @@ and the deadline; never a continuation, an admitted input or a secret.
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -144,7 +144,7 @@ def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
             built.append(event)
     if built:
         claims_sql.insert(built)
-        enqueue_fan_out([e.id for e in built])
+        enqueue_fan_out_of(built)
     return built
 
 
@@ -184,9 +184,17 @@ def escalated_data(
 
 def enqueue_fan_out(ids: list[int] | None, countdown: float | None = None) -> None:
     """On commit, one fan-out task for `ids` (None: whatever is undispatched). A lost enqueue is the beat's."""
+    _enqueue_on_commit(lambda: ids, countdown)
 
+
+def enqueue_fan_out_of(rows: Sequence[OutboxEvent]) -> None:
+    """On commit, one fan-out task for these new rows, whose keys are read then (an attempt sets them as it lands)."""
+    _enqueue_on_commit(lambda: [e.id for e in rows], None)
+
+
+def _enqueue_on_commit(ids: Callable[[], list[int] | None], countdown: float | None) -> None:
     def send() -> None:
-        current_app.send_task(FAN_OUT_TASK, args=[ids], countdown=countdown)
+        current_app.send_task(FAN_OUT_TASK, args=[ids()], countdown=countdown)
 
     # robust: a broker that is down must not turn a committed transition into an error.
     transaction.on_commit(send, robust=True)

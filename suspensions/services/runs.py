@@ -117,8 +117,7 @@ def suspend_run(
         suspension.run = run
         return suspension
 
-    # An approval pause is announced, and its outbox rows' keys are read back: that attempt would always drop.
-    return claims_sql.attempted(suspend, attempt=reason != Reason.APPROVAL)
+    return claims_sql.attempted(suspend)
 
 
 def _open_approval(principal: Principal, run: Run, suspension: Suspension, policy: dict[str, Any]) -> None:

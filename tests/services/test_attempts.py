@@ -13,11 +13,11 @@ from django.db import connection
 
 from suspensions import services
 from suspensions.exceptions import ResumeAlreadyStarted, VersionConflict
-from suspensions.models import Admission, Event, Run, Start, Suspension
+from suspensions.models import Admission, Event, OutboxEvent, Run, Start, Suspension
 from suspensions.observability import metrics
-from suspensions.services import claims_sql
+from suspensions.services import claims_sql, outbox
 from tests.factories import principal
-from tests.helpers import call, continuation
+from tests.helpers import call
 from tests.processes import database_url
 from tests.services.test_claims_sql import rows, transitions
 
@@ -84,11 +84,20 @@ def test_the_attempts_and_the_lock_leave_the_same_rows_in_no_more_statements(mon
     assert all(locked.values())
     for name in locked:
         assert attempted[name] == locked[name], name
-    # (CaptureQueriesContext counts BEGIN and COMMIT too.) A fresh register, pause and resume: the read and the
-    # write, without BEGIN and COMMIT. The replay (fourth): the lock's, after the attempt's read. The rest: the lock's.
-    assert attempted_costs[:3] == [cost - 2 for cost in locked_costs[:3]]
-    assert attempted_costs[3] == locked_costs[3] + 1
-    assert all(a in (lock - 2, lock) for a, lock in zip(attempted_costs[4:], locked_costs[4:], strict=True))
+    # Statements of each transition of `transitions` (CaptureQueriesContext counts BEGIN and COMMIT too): an
+    # attempt that lands saves BEGIN and COMMIT (-2); one that drops costs the lock's plus what it read.
+    deltas = [
+        *[-2, -2, -2],  # register, pause, resume
+        +1,  # the resume's replay: the attempt's read, then the lock's
+        *[-2, 0],  # pause again; cancel (locked)
+        *[-2, -2],  # register, an approval pause (quorum 2)
+        +3,  # the first vote, short of the quorum: read run, record and votes, then the lock's
+        *[-2, -2, 0],  # the vote that reaches the quorum; start; complete (locked)
+        *[-2, -2, 0, -2, 0],  # register, an agent-reply pause; admit (locked); start; fail (locked)
+        *[-2, -2, 0],  # register, an approval pause; deny (locked)
+        *[-2, -2, 0],  # register, an approval pause; respond (locked)
+    ]
+    assert attempted_costs == [cost + delta for cost, delta in zip(locked_costs, deltas, strict=True)]
 
 
 def test_a_run_that_moves_between_the_read_and_the_write_is_untouched_and_answered_under_the_lock():
@@ -140,23 +149,6 @@ def test_a_refusal_met_by_the_attempt_is_the_locks_refusal_and_writes_nothing():
     assert Event.objects.count() == events and not Admission.objects.exists()
 
 
-def test_an_approval_pause_goes_to_the_lock_at_once():
-    engine = principal("token:engine", "acme", "engine")
-    run = services.register_run(principal=engine, agent_id="a", scope="acme")
-    record = Recorder()
-    with connection.execute_wrapper(record):
-        services.suspend_run(
-            principal=engine,
-            run_id=run.id,
-            revision=1,
-            reason="approval",
-            pending=[call()],
-            continuation=continuation(),
-        )
-    reads = [sql for sql, _ in record.sent if sql.startswith("SELECT")]
-    assert len(reads) == 1 and "FOR NO KEY UPDATE" in reads[0]  # one lock, no attempt's read before it
-
-
 def test_two_starts_of_one_admission_pass_the_guard_and_the_second_is_the_locks_already_started():
     engine = principal("token:engine", "acme", "engine", "bus")
     s = services.suspend_run(
@@ -193,3 +185,72 @@ def test_two_starts_of_one_admission_pass_the_guard_and_the_second_is_the_locks_
     assert list(Event.objects.filter(run_id=s.run_id, kind="started").values_list("actor", flat=True)) == [
         "token:engine"
     ]
+
+
+def test_an_approval_pause_and_its_deciding_vote_each_land_as_one_statement_with_their_outbox_keys(monkeypatch):
+    sent: list[tuple[str, Any]] = []
+    monkeypatch.setattr(outbox.current_app, "send_task", lambda name, args, countdown: sent.append((name, args)))
+    engine = principal("token:engine", "acme", "engine")
+    run = services.register_run(principal=engine, agent_id="a", scope="acme")
+    record = Recorder()
+    with connection.execute_wrapper(record):
+        s = services.suspend_run(
+            principal=engine, run_id=run.id, revision=1, reason="approval", pending=[call()], continuation={}
+        )
+        decided = services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
+    assert decided.fresh and all(autocommit for _, autocommit in record.sent)  # no BEGIN, no COMMIT
+    writes = [sql for sql, _ in record.sent if not sql.startswith("SELECT")]
+    assert len(writes) == 2 and all(sql.startswith("WITH g AS") and "RETURNING" in sql for sql in writes)
+    ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
+    assert len(ids) == 3  # approval.requested; approval.decided and admission.created
+    assert sent == [(outbox.FAN_OUT_TASK, [ids[:1]]), (outbox.FAN_OUT_TASK, [ids[1:]])]
+    assert Run.objects.get(pk=run.id).revision == 3
+
+
+def test_a_vote_short_of_the_quorum_is_counted_under_the_lock():
+    engine = principal("token:engine", "acme", "engine")
+    run = services.register_run(principal=engine, agent_id="a", scope="acme")
+    s = services.suspend_run(
+        principal=engine,
+        run_id=run.id,
+        revision=1,
+        reason="approval",
+        pending=[call()],
+        continuation={},
+        approval={"quorum": 2},
+    )
+    record = Recorder()
+    with connection.execute_wrapper(record):
+        voted = services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
+    assert voted.votes == 1 and voted.fresh
+    assert not any(sql.startswith("WITH g AS") for sql, _ in record.sent)  # the attempt dropped before sending
+    assert not all(autocommit for _, autocommit in record.sent)  # the lock's transaction wrote the vote
+    assert Event.objects.filter(run_id=run.id, kind="voted").count() == 1
+
+
+def test_a_deciding_vote_whose_run_moved_before_its_write_leaves_no_outbox_row_and_is_the_locks_conflict():
+    engine = principal("token:engine", "acme", "engine")
+    run = services.register_run(principal=engine, agent_id="a", scope="acme")
+    s = services.suspend_run(
+        principal=engine, run_id=run.id, revision=1, reason="approval", pending=[call()], continuation={}
+    )
+    outbox_rows = OutboxEvent.objects.count()
+    other = psycopg.connect(database_url(), autocommit=True)
+    record = Recorder()
+
+    def move_it(sql: str) -> None:
+        if sql.startswith("WITH g AS") and record.before is not None:
+            record.before = None
+            other.execute("UPDATE suspensions_run SET revision = revision + 1 WHERE id = %s", [s.run_id])
+
+    record.before = move_it
+    try:
+        with connection.execute_wrapper(record), pytest.raises(VersionConflict):
+            services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
+    finally:
+        other.close()
+    guarded = [sql for sql, _ in record.sent if sql.startswith("WITH g AS")]
+    assert len(guarded) == 1 and "RETURNING" in guarded[0]  # the keyed form, behind its guard
+    assert OutboxEvent.objects.count() == outbox_rows  # nothing of the vote was written
+    assert not Admission.objects.filter(run_id=run.id).exists()
+    assert Run.objects.get(pk=run.id).state == "paused"
