@@ -39,10 +39,17 @@ class Recorder:
         return execute(sql, params, many, context)
 
 
-def paused(engine: Any) -> Suspension:
+def paused(engine: Any, reason: str = "external_tool", pending: Any = None, **kwargs: Any) -> Suspension:
+    """A registered run paused at revision 2, in scope acme."""
     run = services.register_run(principal=engine, agent_id="a", scope="acme")
     return services.suspend_run(
-        principal=engine, run_id=run.id, revision=1, reason="external_tool", pending=[call()], continuation={}
+        principal=engine,
+        run_id=run.id,
+        revision=1,
+        reason=reason,
+        pending=pending or [call()],
+        continuation={},
+        **kwargs,
     )
 
 
@@ -151,14 +158,7 @@ def test_a_refusal_met_by_the_attempt_is_the_locks_refusal_and_writes_nothing():
 
 def test_two_starts_of_one_admission_pass_the_guard_and_the_second_is_the_locks_already_started():
     engine = principal("token:engine", "acme", "engine", "bus")
-    s = services.suspend_run(
-        principal=engine,
-        run_id=services.register_run(principal=engine, agent_id="a", scope="acme").id,
-        revision=1,
-        reason="agent_reply",
-        pending=[call(reply_with="q1")],
-        continuation={},
-    )
+    s = paused(engine, "agent_reply", [call(reply_with="q1")])
     claimed = services.admit_reply(principal=engine, run_id=s.run_id, version=version(s), input='"42"', reply_with="q1")
     record = Recorder()
     other: dict[str, Any] = {}
@@ -191,12 +191,9 @@ def test_an_approval_pause_and_its_deciding_vote_each_land_as_one_statement_with
     sent: list[tuple[str, Any]] = []
     monkeypatch.setattr(outbox.current_app, "send_task", lambda name, args, countdown: sent.append((name, args)))
     engine = principal("token:engine", "acme", "engine")
-    run = services.register_run(principal=engine, agent_id="a", scope="acme")
     record = Recorder()
     with connection.execute_wrapper(record):
-        s = services.suspend_run(
-            principal=engine, run_id=run.id, revision=1, reason="approval", pending=[call()], continuation={}
-        )
+        s = paused(engine, "approval")
         decided = services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
     assert decided.fresh and all(autocommit for _, autocommit in record.sent)  # no BEGIN, no COMMIT
     writes = [sql for sql, _ in record.sent if not sql.startswith("SELECT")]
@@ -204,36 +201,24 @@ def test_an_approval_pause_and_its_deciding_vote_each_land_as_one_statement_with
     ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
     assert len(ids) == 3  # approval.requested; approval.decided and admission.created
     assert sent == [(outbox.FAN_OUT_TASK, [ids[:1]]), (outbox.FAN_OUT_TASK, [ids[1:]])]
-    assert Run.objects.get(pk=run.id).revision == 3
+    assert Run.objects.get(pk=s.run_id).revision == 3
 
 
 def test_a_vote_short_of_the_quorum_is_counted_under_the_lock():
     engine = principal("token:engine", "acme", "engine")
-    run = services.register_run(principal=engine, agent_id="a", scope="acme")
-    s = services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=1,
-        reason="approval",
-        pending=[call()],
-        continuation={},
-        approval={"quorum": 2},
-    )
+    s = paused(engine, "approval", approval={"quorum": 2})
     record = Recorder()
     with connection.execute_wrapper(record):
         voted = services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
     assert voted.votes == 1 and voted.fresh
     assert not any(sql.startswith("WITH g AS") for sql, _ in record.sent)  # the attempt dropped before sending
     assert not all(autocommit for _, autocommit in record.sent)  # the lock's transaction wrote the vote
-    assert Event.objects.filter(run_id=run.id, kind="voted").count() == 1
+    assert Event.objects.filter(run_id=s.run_id, kind="voted").count() == 1
 
 
 def test_a_deciding_vote_whose_run_moved_before_its_write_leaves_no_outbox_row_and_is_the_locks_conflict():
     engine = principal("token:engine", "acme", "engine")
-    run = services.register_run(principal=engine, agent_id="a", scope="acme")
-    s = services.suspend_run(
-        principal=engine, run_id=run.id, revision=1, reason="approval", pending=[call()], continuation={}
-    )
+    s = paused(engine, "approval")
     outbox_rows = OutboxEvent.objects.count()
     other = psycopg.connect(database_url(), autocommit=True)
     record = Recorder()
@@ -252,5 +237,5 @@ def test_a_deciding_vote_whose_run_moved_before_its_write_leaves_no_outbox_row_a
     guarded = [sql for sql, _ in record.sent if sql.startswith("WITH g AS")]
     assert len(guarded) == 1 and "RETURNING" in guarded[0]  # the keyed form, behind its guard
     assert OutboxEvent.objects.count() == outbox_rows  # nothing of the vote was written
-    assert not Admission.objects.filter(run_id=run.id).exists()
-    assert Run.objects.get(pk=run.id).state == "paused"
+    assert not Admission.objects.filter(run_id=s.run_id).exists()
+    assert Run.objects.get(pk=s.run_id).state == "paused"
