@@ -197,7 +197,9 @@ def test_an_approval_pause_and_its_deciding_vote_each_land_as_one_statement_with
         decided = services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
     assert decided.fresh and all(autocommit for _, autocommit in record.sent)  # no BEGIN, no COMMIT
     writes = [sql for sql, _ in record.sent if not sql.startswith("SELECT")]
-    assert len(writes) == 2 and all(sql.startswith("WITH g AS") and "RETURNING" in sql for sql in writes)
+    register, *guarded = writes
+    assert not register.startswith("WITH g AS")  # a register locks nothing: no guard
+    assert len(guarded) == 2 and all(sql.startswith("WITH g AS") and "RETURNING" in sql for sql in guarded)
     ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
     assert len(ids) == 3  # approval.requested; approval.decided and admission.created
     assert sent == [(outbox.FAN_OUT_TASK, [ids[:1]]), (outbox.FAN_OUT_TASK, [ids[1:]])]
