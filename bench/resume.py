@@ -90,7 +90,7 @@ class Replay:
     `statements` maps a call kind to its (sql, params, in a transaction)
     list; `old` names the ids the capture created, which each replay swaps
     for fresh ones. A fresh pause and resume are one statement each outside
-    any transaction (claims_sql.attempted), and R1 sends them the same way.
+    any transaction (attempts.attempted), and R1 sends them the same way.
     """
 
     def __init__(self, statements: dict[str, list[tuple[str, Any, bool]]], old: dict[str, Any]) -> None:

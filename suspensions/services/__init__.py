@@ -1,6 +1,8 @@
 """Every state change of DESIGN §3: one function per transition (STYLE rule 1), by theme.
 
-claims.py   the run lock, the clock, the event writer and the one claim sequence
+claims.py   the run lock, the clock, the event writer (claims_sql.py: their SQL)
+claiming.py the one claim sequence of every claiming door (T4)
+attempts.py a fresh transition as one guarded statement, else under the lock
 runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
 resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
 approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console

@@ -38,20 +38,15 @@ from ..models import (
 from ..models import Run as RunModel
 from ..observability import metrics
 from ..principals import Principal
-from . import claims_sql
+from . import attempts, claims_sql
+from .claiming import admit, check_reason, claim, earlier_claim, is_current, replay_or_conflict
 from .claims import (
     Claimed,
     Version,
-    admit,
     check_deadline,
-    check_reason,
-    claim,
-    earlier_claim,
     event,
-    is_current,
     lock_run,
     move,
-    replay_or_conflict,
     require,
     resolve_approval,
     write_events,
@@ -153,7 +148,7 @@ def approve(
     """A vote to approve, with the approver's edits; at the quorum, T4 with the final calls as input.
 
     The vote that reaches the quorum is one guarded statement, or under the
-    run lock (claims_sql.attempted); a vote short of it takes the lock.
+    run lock (attempts.attempted); a vote short of it takes the lock.
     Refusals, all before the first write: the pause must be an approval
     (403), open at this version (409; the same person's identical vote again
     replays: 200, or 202 while short of the quorum), before its deadline
@@ -216,7 +211,7 @@ def approve(
         if len(voters) < record.quorum:
             # A vote short of the quorum moves no revision: a guard on the run would not see another vote
             # cast meanwhile (which could have made this one the last), so it is counted under the lock.
-            claims_sql.lock_answers()
+            attempts.lock_answers()
             write_events(voted)
             return Voted(run=run, suspension_id=live.id, quorum=record.quorum, voters=voters)
         input_text = _approval_input(calls, note, voters)
@@ -236,7 +231,7 @@ def approve(
         write_events(*([voted] if record.quorum > 1 else []), c.admitted)
         return Claimed(run=c.run, admission=c.admission, fresh=True)
 
-    return claims_sql.attempted(vote)
+    return attempts.attempted(vote)
 
 
 @metrics.counted_claim("respond")

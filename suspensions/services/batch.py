@@ -6,12 +6,15 @@ through `write` (kept) and `send` (sent now, with what is kept).
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
 from .. import fixedsql
+
+if TYPE_CHECKING:
+    from .attempts import Attempt
 
 KeySetter = Callable[[list[Any]], None]
 
@@ -35,11 +38,11 @@ class Batch:
     before COMMIT. A refusal raised while writes wait sends nothing.
     """
 
-    def __init__(self, conn: BaseDatabaseWrapper, *, single: bool = False) -> None:
+    def __init__(self, conn: BaseDatabaseWrapper, *, attempt: "Attempt | None" = None) -> None:
         self.conn = conn
         self.waiting: list[tuple[str, str, list[Any]]] = []  # (table, sql, params)
-        # An attempt (claims_sql.attempted): no transaction around it, so every write goes in ONE statement or none.
-        self.single = single
+        # An attempt's batch (attempts.attempted): no transaction around it, so every write goes in ONE statement.
+        self.attempt = attempt
         # An attempt's one INSERT whose keys are read back: (its place in `waiting`, its key column, what sets them).
         self.keyed: tuple[int, str, KeySetter] | None = None
 
@@ -61,8 +64,11 @@ class Batch:
 
     def send(self, last: tuple[str, list[Any]] | None = None) -> CursorWrapper | None:
         """The waiting writes, with `last` (sql, params) as the statement they precede, if any."""
-        if self.single:
+        if self.attempt is not None:
             raise Unbatched("an attempt sends its writes once, under its guard")
+        return self._send(last)
+
+    def _send(self, last: tuple[str, list[Any]] | None = None) -> CursorWrapper | None:
         waiting, self.waiting = self.waiting, []
         if last is None:
             if not waiting:
@@ -84,11 +90,10 @@ class Batch:
         run, and the statement, its own transaction, changes nothing. Without
         a guard the writes go as `send` sends them.
         """
-        self.single = False
         if guard is None:
             if self.keyed is not None:
                 raise Unbatched("keys are read back behind a guard only")
-            self.send()
+            self._send()
             return
         waiting, self.waiting = self.waiting, []
         ctes = ", ".join([f"g AS ({guard})", *(f"w{n} AS ({w[1]})" for n, w in enumerate(waiting))])
@@ -111,7 +116,7 @@ class Batch:
         In an attempt, a read goes as it is while nothing waits; a write, or
         a read after a write, is refused (Unbatched) before it is sent.
         """
-        if self.single and (self.waiting or not is_read(sql)):
+        if self.attempt is not None and (self.waiting or not is_read(sql)):
             raise Unbatched("an attempt reads before it writes, and writes once")
         if self.waiting:
             self.send()
@@ -135,19 +140,25 @@ BATCH = "_fixed_write_batch"
 
 
 @contextmanager
-def batched(conn: BaseDatabaseWrapper, *, single: bool = False) -> Iterator[Batch]:
+def batched(conn: BaseDatabaseWrapper, *, attempt: "Attempt | None" = None) -> Iterator[Batch]:
     """The connection's batch for the block: sent at its end, before COMMIT; nothing sent when it raises.
 
-    `single`: an attempt's batch, which the block sends itself (`send_guarded`).
+    `attempt`: an attempt's batch, which the block sends itself (`send_guarded`).
     """
-    batch = conn.__dict__[BATCH] = Batch(conn, single=single)
+    batch = conn.__dict__[BATCH] = Batch(conn, attempt=attempt)
     try:
         with conn.execute_wrapper(batch.before_statement):
             yield batch
-            if not single and not conn.needs_rollback:  # set_rollback(True): ends quietly, as atomic's does
+            if attempt is None and not conn.needs_rollback:  # set_rollback(True): ends quietly, as atomic's does
                 batch.send()
     finally:
         del conn.__dict__[BATCH]
+
+
+def attempt_of(conn: BaseDatabaseWrapper) -> "Attempt | None":
+    """The attempt open on the connection (its batch holds it), if any."""
+    batch: Batch | None = conn.__dict__.get(BATCH)
+    return batch.attempt if batch is not None else None
 
 
 def write(conn: BaseDatabaseWrapper, table: str, sql: str, params: list[Any]) -> None:

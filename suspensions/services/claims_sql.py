@@ -14,30 +14,26 @@ and `ORM_ONLY` makes PostgreSQL do the same (the equivalence test).
 """
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
-from django.db import DEFAULT_DB_ALIAS, DataError, IntegrityError, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import DateTimeField, Func, Model
 from django.db.models.fields import AutoFieldMixin
-from django.db.transaction import TransactionManagementError
 
 from .. import fixedsql, scopes, selectors
-from ..exceptions import NotFound, ServiceError
+from ..exceptions import NotFound
 from ..fixedsql import db
 from ..models import Admission, AdmissionState, Run, Suspension
 from ..principals import Principal
-from .batch import BATCH, MOVED, Batch, Unbatched, batched, send, write  # noqa: F401 (Batch: named in the docs)
+from .batch import BATCH, Batch, Unbatched, attempt_of, batched, send, write  # noqa: F401 (Batch: named in the docs)
 from .sql_values import inserted_columns, inserted_fields, prepare, row_values
 
 # Set by the equivalence test: the ORM twins on PostgreSQL as well.
 ORM_ONLY = False
-# Off: every attempted() transition goes straight to the lock (the tests that compare both ways).
-ATTEMPTS = True
 
 
 def enabled() -> bool:
@@ -102,16 +98,6 @@ def _lock_sql(depths: tuple[int, ...] | None, lock: bool = True) -> str:
     )
 
 
-@functools.cache
-def _guard_sql() -> str:
-    """An attempt's guard: the run, locked, still at the revision and state it was read at."""
-    run = q(Run._meta.db_table)
-    return (
-        f"SELECT 1 FROM {run} WHERE {run}.{q('id')} = %s AND {run}.{q('revision')} = %s"
-        f" AND {run}.{q('state')} = %s FOR NO KEY UPDATE"
-    )
-
-
 RUN_NAMES = [f.attname for f in Run._meta.concrete_fields]
 PAUSE_NAMES = [f.attname for f in Suspension._meta.concrete_fields]
 RUN_FIELDS = len(RUN_NAMES)
@@ -148,7 +134,7 @@ def _lock_run_sql(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspen
     depths, params = _visible(principal, f"run {run_id}")
     params.append(pk)
     conn = db()
-    attempt: Attempt | None = conn.__dict__.get(ATTEMPT)
+    attempt = attempt_of(conn)
     if attempt is not None and attempt.guard is not None:
         raise Unbatched("an attempt reads one run")
     row = fixedsql.execute(_lock_sql(depths, lock=attempt is None), params, conn).fetchone()
@@ -184,88 +170,6 @@ def transition() -> Iterator[None]:
             return
         with batched(conn):
             yield
-
-
-T = TypeVar("T")
-ATTEMPT = "_claim_attempt"
-
-
-@dataclass
-class Attempt:
-    """One transition tried without a transaction around it (see `attempted`).
-
-    `guard`: the run as it was read (key, revision, state). `hooks`: what
-    the transition asked to run on commit, kept until its statement has
-    succeeded: while the attempt is open, `transaction.on_commit` on the
-    connection lands here (the connection's own `on_commit` is shadowed by
-    this one's for the attempt), since outside a transaction Django would
-    run it at once.
-    """
-
-    guard: list[Any] | None = None
-    hooks: list[tuple[set[str], Callable[[], Any], bool]] = field(default_factory=list)
-
-    def on_commit(self, func: Callable[[], Any], robust: bool = False) -> None:
-        self.hooks.append((set(), func, robust))
-
-
-def lock_answers() -> None:
-    """What follows (a replay, a 409) is answered under the lock: an attempt open on the connection drops here."""
-    if ATTEMPT in db().__dict__:
-        raise Unbatched("an attempt answers a fresh transition only")
-
-
-def attempted(body: Callable[[], T]) -> T:
-    """One transition: `body` tried first as ONE statement without a transaction around it, else under the lock.
-
-    DESIGN §3 allows a claim as one conditional write. The attempt reads the
-    run and its live pause without a lock (`lock_run`), runs every check of
-    `body` on what it read, and sends all of `body`'s writes in one
-    statement, outside any transaction (so without BEGIN and COMMIT: one
-    statement is its own transaction), behind a guard that locks the run and
-    finds it still at the revision and state it was read at
-    (batch.Batch.send_guarded). When the guard finds it moved, the statement
-    changes nothing. A transition that locks no run (register) writes only
-    new rows: its one statement needs no guard.
-
-    The attempt answers only the transition it wrote. A refusal, a replay (no
-    write), a moved run, what `lock_answers` hands to the lock, or a
-    statement it cannot send in its one statement (a second run, a write
-    after a read, the keys of a second INSERT read back) drop it, unsent,
-    and `body` runs again in `transition()`, under the run lock, which
-    answers as before: a fresh transition costs the token, the read and the
-    write; the rest cost the attempt's read more. Inside a transaction (a
-    test's, or a caller's), on other databases and with ATTEMPTS off, every
-    transition goes to the lock at once.
-    """
-    conn = db()
-    if not (ATTEMPTS and enabled()) or conn.in_atomic_block or BATCH in conn.__dict__:
-        with transition():
-            return body()
-    tried = conn.__dict__[ATTEMPT] = Attempt()
-    conn.on_commit = tried.on_commit  # type: ignore[method-assign]  # (see Attempt)
-    landed = False
-    try:
-        with batched(conn, single=True) as batch:
-            answer = body()
-        if not batch.waiting:
-            raise Unbatched("nothing to write: the answer is the lock's")
-        batch.send_guarded(_guard_sql() if tried.guard else None, tried.guard or [])
-        landed = True
-    except (ServiceError, Unbatched, IntegrityError, TransactionManagementError):
-        pass
-    except DataError as error:
-        if MOVED not in str(error):
-            raise
-    finally:
-        del conn.__dict__[ATTEMPT]
-        del conn.on_commit
-    if not landed:
-        with transition():
-            return body()
-    conn.run_on_commit = tried.hooks  # type: ignore[assignment]  # Django runs them: robust ones logged, others raised
-    conn.run_and_clear_commit_hooks()
-    return answer
 
 
 @functools.cache
@@ -335,7 +239,7 @@ def insert(rows: Sequence[Model], *, keys: bool = True) -> None:
     generated = isinstance(pk, AutoFieldMixin)
     sql = _insert_sql(model, len(rows), returning=generated and keys)
     batch: Batch | None = conn.__dict__.get(BATCH)
-    if generated and keys and batch is not None and batch.single:  # an attempt's: the keys come when it lands
+    if generated and keys and batch is not None and batch.attempt is not None:  # the keys come when it lands
 
         def set_keys(found: list[Any]) -> None:
             for row, key in zip(rows, found, strict=True):

@@ -2,7 +2,7 @@
 
 A park is T1 register + T2 suspend (runs.py's own functions) in one transaction,
 plus the FlowWait row that finds the run again from the store key. A resume
-is a T4 admission through claims.claim, digests and bound, with source
+is a T4 admission through claiming.claim, digests and bound, with source
 `dispatch`.
 
 Decisions:
@@ -15,7 +15,7 @@ Decisions:
 - `POST /dispatch/resume` is the bus's door for flow waits of every reason:
   it skips the reason matrix of DESIGN §4 (and the agent reply's reply_with),
   because the nonce and the decision token are the gate. The other doors
-  refuse flow waits (claims.check_reason), or the gate could be walked round.
+  refuse flow waits (claiming.check_reason), or the gate could be walked round.
 - Every park mints a nonce, so a correlation id without one is `wrong_gate`.
   A correlation id naming another flow than the parked one is `wrong_gate`
   too: the nonce matched, but the id was not the one handed out.
@@ -40,7 +40,8 @@ from ..exceptions import AlreadySuspended, BadToken, InvalidRequest, NotFound, W
 from ..models import AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
 from ..observability import metrics
 from ..principals import Principal
-from .claims import Claimed, Version, bounded_input, claim, require, resolve_approval, write_events
+from .claiming import claim
+from .claims import Claimed, Version, bounded_input, require, resolve_approval, write_events
 from .runs import register_run, suspend_run
 
 MAX_CORRELATION_BYTES = 1024

@@ -8,8 +8,9 @@ from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch,
 from ..models import Admission, AdmissionSource, AdmissionState, Role, Start, Suspension
 from ..observability import metrics
 from ..principals import Principal
-from . import claims_sql
-from .claims import Claimed, Version, bounded_input, check_deadline, claim, lock_run, require, write_events, write_start
+from . import attempts, claims_sql
+from .claiming import claim
+from .claims import Claimed, Version, bounded_input, check_deadline, lock_run, require, write_events, write_start
 
 
 def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -31,7 +32,7 @@ def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) 
 def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, results: list[dict[str, Any]]) -> Claimed:
     """T3 one-shot resume of an `external_tool` pause: T4 admit and T5 start in one transaction.
 
-    One guarded statement, or under the run lock (claims_sql.attempted). The
+    One guarded statement, or under the run lock (attempts.attempted). The
     identical request again answers the original receipts with fresh=False
     and no continuation, even after the run moved on.
     """
@@ -65,7 +66,7 @@ def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, re
         write_events(c.admitted, started)
         return Claimed(run=c.run, admission=c.admission, start=start, suspension=c.live, results=ordered)
 
-    return claims_sql.attempted(resume)
+    return attempts.attempted(resume)
 
 
 @metrics.counted_claim("agent_reply")
@@ -110,7 +111,7 @@ def admit_reply(
 def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claimed:
     """T5 start: the single grant to execute an admitted continuation.
 
-    One guarded statement, or under the run lock (claims_sql.attempted),
+    One guarded statement, or under the run lock (attempts.attempted),
     which is taken before the admission is read again. Only the fresh start
     carries the suspension; a second start is resume_already_started with the
     start receipt.
@@ -143,4 +144,4 @@ def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claime
 
     # A start moves no revision: two starts of one admission both pass an attempt's guard, and the second's
     # start row breaks the unique admission key, which drops that attempt to the lock (ResumeAlreadyStarted).
-    return claims_sql.attempted(start)
+    return attempts.attempted(start)

@@ -14,7 +14,7 @@ from .. import digests, policies, scopes
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState, VersionConflict
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
-from . import claims_sql
+from . import attempts, claims_sql
 from .claims import (
     FAR_FUTURE,
     bounded_input,
@@ -30,7 +30,7 @@ from .claims import (
 
 
 def register_run(*, principal: Principal, agent_id: str, scope: str | None = None, session_id: str = "") -> Run:
-    """T1 register: a new run `running` at revision 1 in a scope the engine holds (claims_sql.attempted)."""
+    """T1 register: a new run `running` at revision 1 in a scope the engine holds (attempts.attempted)."""
     if scope is None:
         held = principal.scopes_with(Role.ENGINE)
         if len(held) != 1:
@@ -48,7 +48,7 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
         write_events(event(run, "registered", principal.name, now, agent_id=agent_id))
         return run
 
-    return claims_sql.attempted(register)
+    return attempts.attempted(register)
 
 
 def suspend_run(
@@ -65,7 +65,7 @@ def suspend_run(
 ) -> Suspension:
     """T2 suspend: a running run at `revision` pauses; opens an approval for `approval` pauses.
 
-    One guarded statement, or under the run lock (claims_sql.attempted).
+    One guarded statement, or under the run lock (attempts.attempted).
     Refuses a stale revision (version_conflict), a live pause
     (already_suspended) and a finished run (invalid_state). `approval` is the
     pause's policy (DESIGN §15), validated by the caller.
@@ -117,7 +117,7 @@ def suspend_run(
         suspension.run = run
         return suspension
 
-    return claims_sql.attempted(suspend)
+    return attempts.attempted(suspend)
 
 
 def _open_approval(principal: Principal, run: Run, suspension: Suspension, policy: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""A transition tried as one guarded statement without a transaction (claims_sql.attempted), else under the lock.
+"""A transition tried as one guarded statement without a transaction (attempts.attempted), else under the lock.
 
 These run with real commits (transaction=True): inside a test's transaction
 every transition goes to the lock, as `attempted` says.
@@ -15,7 +15,7 @@ from suspensions import services
 from suspensions.exceptions import ResumeAlreadyStarted, VersionConflict
 from suspensions.models import Admission, Event, OutboxEvent, Run, Start, Suspension
 from suspensions.observability import metrics
-from suspensions.services import claims_sql, outbox
+from suspensions.services import attempts, outbox
 from tests.factories import principal
 from tests.helpers import call
 from tests.processes import database_url
@@ -83,7 +83,7 @@ def test_a_fresh_register_pause_and_resume_each_send_one_write_outside_any_trans
 
 def test_the_attempts_and_the_lock_leave_the_same_rows_in_no_more_statements(monkeypatch):
     with monkeypatch.context() as m:
-        m.setattr(claims_sql, "ATTEMPTS", False)
+        m.setattr(attempts, "ATTEMPTS", False)
         locked_costs = transitions("locked")
     attempted_costs = transitions("attempted")
     assert len(attempted_costs) == len(locked_costs)

@@ -1,4 +1,4 @@
-"""The one claim sequence (services/claims.py), driven directly with factory-built rows."""
+"""The one claim sequence (services/claiming.py), driven directly with factory-built rows."""
 
 from datetime import timedelta
 
@@ -16,7 +16,8 @@ from suspensions.exceptions import (
     VersionConflict,
 )
 from suspensions.models import Admission, AdmissionSource, Event, Run, RunState
-from suspensions.services.claims import Version, claim
+from suspensions.services.claiming import claim
+from suspensions.services.claims import Version
 from tests.factories import ApprovalPauseFactory, SuspensionFactory, principal
 
 pytestmark = pytest.mark.django_db
