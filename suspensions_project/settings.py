@@ -213,6 +213,9 @@ if any(wait <= 0 for wait in WEBHOOK_RETRY_SCHEDULE):
     raise ImproperlyConfigured(f"WEBHOOK_RETRY_SCHEDULE waits must be positive: {_retry_schedule!r}")
 # A claimed message is not claimed again for this long: a worker that died mid-send has it sent again after it.
 WEBHOOK_LEASE_SECONDS = env_int("WEBHOOK_LEASE_SECONDS", default=60, minimum=1)
+# A process wakes the fan-out at most once this many milliseconds, with every outbox id it committed
+# meanwhile (services/wakeups.py); 0 sends one task per commit, at the commit.
+FAN_OUT_WINDOW_MS = env_int("FAN_OUT_WINDOW_MS", default=50, minimum=0)
 # How often beat fans out outbox rows whose task was lost and delivers due messages (retries, expired leases).
 WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", default=10, minimum=1)
 CELERY_BEAT_SCHEDULE["webhook-sweep"] = {

@@ -71,6 +71,20 @@ def unhashed_static_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield
 
 
+@pytest.fixture(autouse=True)
+def fan_out_wakeups_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """After each test, the fan-out wake-ups it committed are sent (services/wakeups.py), before its patches go.
+
+    A wake-up waits up to FAN_OUT_WINDOW_MS in this process: unsent, it would leave in a later test
+    (a task that test did not make, through a send_task it may have patched). Taking `monkeypatch`
+    makes this teardown run before monkeypatch's own.
+    """
+    yield
+    from suspensions.services.outbox import WAKEUPS
+
+    WAKEUPS.flush()
+
+
 @pytest.fixture
 def token() -> Callable[..., str]:
     """token(scope, roles) -> secret of a fresh API token."""

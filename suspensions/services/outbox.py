@@ -4,8 +4,9 @@ Writing: `claims.write_events` hands every Event it saves to `write`, which
 turns the announced ones into OutboxEvent rows and inserts them with one
 statement in the transition's transaction (the sweep inserts its own with
 set-based SQL, see services.sweep). A rolled-back transition leaves no row;
-a committed one cannot lose its row. On commit one fan-out task is enqueued
-with the new ids; if that enqueue is lost, the beat finds the row undispatched.
+a committed one cannot lose its row. On commit the new ids wake the fan-out:
+the ids a process commits within a few milliseconds go in one task
+(services.wakeups); if that wake-up is lost, the beat finds the row undispatched.
 
 Fan-out (`fan_out`): locks undispatched rows `FOR UPDATE SKIP LOCKED` (the
 last step of the lock order in services.claims), writes one WebhookMessage
@@ -41,7 +42,7 @@ from ..models import (
     WebhookFormat,
 )
 from ..models import WebhookMessage as Message
-from . import claims_sql, fan_out_steps
+from . import claims_sql, fan_out_steps, wakeups
 
 log = logging.getLogger(__name__)
 
@@ -188,8 +189,18 @@ def enqueue_fan_out(ids: list[int] | None, countdown: float | None = None) -> No
 
 
 def enqueue_fan_out_of(rows: Sequence[OutboxEvent]) -> None:
-    """On commit, one fan-out task for these new rows, whose keys are read then (an attempt sets them as it lands)."""
-    _enqueue_on_commit(lambda: [e.id for e in rows], None)
+    """On commit, wake the fan-out for these new rows, whose keys are read then (an attempt sets them as it lands).
+
+    Their ids join those this process commits within `FAN_OUT_WINDOW_MS`, sent as one task (services.wakeups).
+    """
+    transaction.on_commit(lambda: WAKEUPS.add([e.id for e in rows]), robust=True)
+
+
+def _wake_fan_out(ids: list[int]) -> None:
+    current_app.send_task(FAN_OUT_TASK, args=[ids], countdown=None)
+
+
+WAKEUPS = wakeups.Coalescer(_wake_fan_out, lambda: settings.FAN_OUT_WINDOW_MS / 1000, chunk=BATCH)
 
 
 def _enqueue_on_commit(ids: Callable[[], list[int] | None], countdown: float | None) -> None:

@@ -155,9 +155,10 @@ def test_a_rolled_back_transition_leaves_no_outbox_row_and_enqueues_nothing(djan
     assert (OutboxEvent.objects.count(), WebhookMessage.objects.count(), enqueued) == (0, 0, [])
 
 
-def test_a_committed_transition_enqueues_one_fan_out_task_carrying_its_outbox_ids(
-    django_capture_on_commit_callbacks, monkeypatch
+def test_without_a_window_each_committed_transition_enqueues_its_own_fan_out_task_at_its_commit(
+    django_capture_on_commit_callbacks, monkeypatch, settings
 ):
+    settings.FAN_OUT_WINDOW_MS = 0
     sent = []
     monkeypatch.setattr(outbox.current_app, "send_task", lambda name, args, countdown: sent.append((name, args)))
     with django_capture_on_commit_callbacks(execute=True):
@@ -165,6 +166,22 @@ def test_a_committed_transition_enqueues_one_fan_out_task_carrying_its_outbox_id
         services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
     ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
     assert sent == [(outbox.FAN_OUT_TASK, [ids[:1]]), (outbox.FAN_OUT_TASK, [ids[1:]])]
+
+
+def test_transitions_committed_within_the_window_wake_the_fan_out_with_one_task_carrying_all_their_ids(
+    django_capture_on_commit_callbacks, monkeypatch, settings
+):
+    settings.FAN_OUT_WINDOW_MS = 60_000  # a window no test waits out: the flush sends what waits
+    sent = []
+    monkeypatch.setattr(outbox.current_app, "send_task", lambda name, args, countdown: sent.append((name, args)))
+    outbox.WAKEUPS.flush()  # a send just ended: the window is running
+    with django_capture_on_commit_callbacks(execute=True):
+        s = paused()
+        services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
+    assert sent == []  # committed, waiting for the window
+    outbox.WAKEUPS.flush()
+    ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
+    assert len(ids) == 3 and sent == [(outbox.FAN_OUT_TASK, [ids])]
 
 
 def outbox_inserts(queries):

@@ -187,7 +187,10 @@ def test_two_starts_of_one_admission_pass_the_guard_and_the_second_is_the_locks_
     ]
 
 
-def test_an_approval_pause_and_its_deciding_vote_each_land_as_one_statement_with_their_outbox_keys(monkeypatch):
+def test_an_approval_pause_and_its_deciding_vote_each_land_as_one_statement_with_their_outbox_keys(
+    monkeypatch, settings
+):
+    settings.FAN_OUT_WINDOW_MS = 0  # each commit's keys in its own task, at its commit
     sent: list[tuple[str, Any]] = []
     monkeypatch.setattr(outbox.current_app, "send_task", lambda name, args, countdown: sent.append((name, args)))
     engine = principal("token:engine", "acme", "engine")
