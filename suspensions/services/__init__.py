@@ -2,13 +2,14 @@
 
 claims.py   the run lock, the clock, the event writer (claims_sql.py: their SQL)
 claiming.py the one claim sequence of every claiming door (T4)
-attempts.py a fresh transition as one guarded statement, else under the lock
+attempts.py a fresh transition as one guarded statement, else under the lock (attempt_reads.py: its one read)
 runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
 resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
 approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits (DESIGN §9)
 sweep.py    T9 expiry (its set-based SQL in sweep_sql.py)
 closure.py  T10 closure
+outbox.py   announced events (wakeups.py: the fan-out's coalesced wake-ups), delivery.py
 webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the module itself
 
 Wire shapes are rendered in suspensions/presenters.py, never here.

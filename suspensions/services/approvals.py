@@ -38,7 +38,7 @@ from ..models import (
 from ..models import Run as RunModel
 from ..observability import metrics
 from ..principals import Principal
-from . import attempts, claims_sql
+from . import attempt_reads, attempts, claims_sql
 from .claiming import admit, check_reason, claim, earlier_claim, is_current, replay_or_conflict
 from .claims import (
     Claimed,
@@ -87,9 +87,13 @@ def _check_version(suspension_id: UUID | str, version: Version) -> None:
         )
 
 
-def _record(run: RunModel, version: Version) -> Approval:
-    """The approval record of the pause the version names (read under the run lock)."""
-    record: Approval | None = claims_sql.first(Approval, suspension_id=version.suspension_id, run_id=run.id)
+def _record(run: RunModel, version: Version, ahead: attempt_reads.VoteRead | None = None) -> Approval:
+    """The approval record of the pause the version names: as an attempt's read found it, else read now."""
+    record: Approval | None = (
+        ahead.record
+        if ahead is not None
+        else claims_sql.first(Approval, suspension_id=version.suspension_id, run_id=run.id)
+    )
     if record is None:
         raise NotSuspended(f"run {run.id} has no approval {version.suspension_id}")
     return record
@@ -159,7 +163,8 @@ def approve(
     _check_version(suspension_id, version)
 
     def vote() -> Claimed | Voted:
-        run, live, now = lock_run(principal, version.run_id)
+        ahead = attempt_reads.vote_read(principal, version.run_id, version.suspension_id)  # an attempt's one read
+        run, live, now = (ahead.run, ahead.live, ahead.now) if ahead else lock_run(principal, version.run_id)
         require(principal, Role.APPROVER, run.scope)
         check_reason(live, version, "decide")
         if not is_current(run, live, version) or live is None:
@@ -169,11 +174,13 @@ def approve(
                 principal, run, live, version, _vote_digest(calls, note)
             )
         check_deadline(live, now)
-        record = _record(run, version)
+        record = _record(run, version, ahead)
         check_duties(principal, record)
         calls = policies.final_calls(json.loads(live.pending), edits)
         digest = _vote_digest(calls, note)
-        votes: list[ApprovalVote] = claims_sql.select(ApprovalVote, order=("cast_at", "id"), suspension_id=live.id)
+        votes: list[ApprovalVote] = (
+            ahead.votes if ahead else claims_sql.select(ApprovalVote, order=("cast_at", "id"), suspension_id=live.id)
+        )
         mine = next((v for v in votes if v.voter_key == principal.person), None)
         if mine is not None:
             if mine.digest != digest:

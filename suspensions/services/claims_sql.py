@@ -102,6 +102,7 @@ RUN_NAMES = [f.attname for f in Run._meta.concrete_fields]
 PAUSE_NAMES = [f.attname for f in Suspension._meta.concrete_fields]
 RUN_FIELDS = len(RUN_NAMES)
 PAUSE_PK = [f.primary_key for f in Suspension._meta.concrete_fields].index(True)
+LOCK_FIELDS = RUN_FIELDS + 1 + len(PAUSE_NAMES)  # the run, the clock, the pause
 
 
 def lock_run(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspension | None, datetime]:
@@ -140,11 +141,20 @@ def _lock_run_sql(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspen
     row = fixedsql.execute(_lock_sql(depths, lock=attempt is None), params, conn).fetchone()
     if row is None:
         raise NotFound(f"run {run_id} not found")
+    return run_of_row(conn, row)
+
+
+def run_of_row(conn: Any, row: Sequence[Any]) -> tuple[Run, Suspension | None, datetime]:
+    """The run, its live pause and the clock from a row that starts with `_lock_sql`'s columns.
+
+    An attempt open on the connection records the run as its guard.
+    """
     alias = conn.alias
     run = Run.from_db(alias, RUN_NAMES, row[:RUN_FIELDS])
+    attempt = attempt_of(conn)
     if attempt is not None:
         attempt.guard = [run.pk, run.revision, run.state]
-    values = row[RUN_FIELDS + 1 :]
+    values = row[RUN_FIELDS + 1 : LOCK_FIELDS]
     suspension = Suspension.from_db(alias, PAUSE_NAMES, values) if values[PAUSE_PK] is not None else None
     # What select_related leaves: run.suspension answers without a query, and the pause knows its run.
     run._state.fields_cache["suspension"] = suspension

@@ -8,7 +8,7 @@ from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch,
 from ..models import Admission, AdmissionSource, AdmissionState, Role, Start, Suspension
 from ..observability import metrics
 from ..principals import Principal
-from . import attempts, claims_sql
+from . import attempt_reads, attempts, claims_sql
 from .claiming import claim
 from .claims import Claimed, Version, bounded_input, check_deadline, lock_run, require, write_events, write_start
 
@@ -107,28 +107,38 @@ def admit_reply(
     return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
 
 
+def _locked(principal: Principal, admission_id: UUID | str) -> tuple[Any, Any, Any, Admission, Start | None]:
+    """Under the run lock: the admission's run locked, its pause and the clock; then the admission and its start."""
+    found = claims_sql.admission_run(principal, admission_id)
+    if found is None:
+        raise NotFound(f"admission {admission_id} not found")
+    run, live, now = lock_run(principal, found)
+    require(principal, Role.ENGINE, run.scope)
+    admission: Admission | None = claims_sql.first(Admission, id=admission_id)
+    if admission is None:  # admissions are never deleted: found above, it is still there
+        raise NotFound(f"admission {admission_id} not found")
+    return run, live, now, admission, claims_sql.first(Start, admission_id=admission.id)
+
+
 @metrics.counted_claim("start")
 def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claimed:
     """T5 start: the single grant to execute an admitted continuation.
 
-    One guarded statement, or under the run lock (attempts.attempted),
+    One read (the admission, its run and pause, its start: attempt_reads)
+    and one guarded statement, or under the run lock (attempts.attempted),
     which is taken before the admission is read again. Only the fresh start
     carries the suspension; a second start is resume_already_started with the
     start receipt.
     """
     from ..presenters import start_receipt
 
-    found = claims_sql.admission_run(principal, admission_id)
-    if found is None:
-        raise NotFound(f"admission {admission_id} not found")
-
     def start() -> Claimed:
-        run, live, now = lock_run(principal, found)
-        require(principal, Role.ENGINE, run.scope)
-        admission: Admission | None = claims_sql.first(Admission, id=admission_id)
-        if admission is None:  # admissions are never deleted: found above, it is still there
-            raise NotFound(f"admission {admission_id} not found")
-        start = claims_sql.first(Start, admission_id=admission.id)
+        ahead = attempt_reads.start_read(principal, admission_id)  # an attempt's one read
+        if ahead is not None:
+            run, live, now, admission, start = ahead.run, ahead.live, ahead.now, ahead.admission, ahead.start
+            require(principal, Role.ENGINE, run.scope)
+        else:
+            run, live, now, admission, start = _locked(principal, admission_id)
         if start is not None:
             raise ResumeAlreadyStarted(receipt=start_receipt(start))
         if admission.state == AdmissionState.EXPIRED:

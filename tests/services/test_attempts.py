@@ -4,6 +4,7 @@ These run with real commits (transaction=True): inside a test's transaction
 every transition goes to the lock, as `attempted` says.
 """
 
+import json
 import threading
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from django.db import connection
 
 from suspensions import services
-from suspensions.exceptions import ResumeAlreadyStarted, VersionConflict
+from suspensions.exceptions import NotFound, ResumeAlreadyStarted, VersionConflict
 from suspensions.models import Admission, Event, OutboxEvent, Run, Start, Suspension
 from suspensions.observability import metrics
 from suspensions.services import attempts, outbox
@@ -92,15 +93,17 @@ def test_the_attempts_and_the_lock_leave_the_same_rows_in_no_more_statements(mon
     for name in locked:
         assert attempted[name] == locked[name], name
     # Statements of each transition of `transitions` (CaptureQueriesContext counts BEGIN and COMMIT too): an
-    # attempt that lands saves BEGIN and COMMIT (-2); one that drops costs the lock's plus what it read.
+    # attempt that lands saves BEGIN and COMMIT (-2), and a vote or a start the reads its one read joins
+    # (attempt_reads: the record and the votes, -2; the admission's run, the admission and its start, -3);
+    # one that drops costs the lock's plus its one read.
     deltas = [
         *[-2, -2, -2],  # register, pause, resume
         +1,  # the resume's replay: the attempt's read, then the lock's
         *[-2, 0],  # pause again; cancel (locked)
         *[-2, -2],  # register, an approval pause (quorum 2)
-        +3,  # the first vote, short of the quorum: read run, record and votes, then the lock's
-        *[-2, -2, 0],  # the vote that reaches the quorum; start; complete (locked)
-        *[-2, -2, 0, -2, 0],  # register, an agent-reply pause; admit (locked); start; fail (locked)
+        +1,  # the first vote, short of the quorum: the attempt's one read, then the lock's
+        *[-4, -5, 0],  # the vote that reaches the quorum; start; complete (locked)
+        *[-2, -2, 0, -5, 0],  # register, an agent-reply pause; admit (locked); start; fail (locked)
         *[-2, -2, 0],  # register, an approval pause; deny (locked)
         *[-2, -2, 0],  # register, an approval pause; respond (locked)
     ]
@@ -244,3 +247,40 @@ def test_a_deciding_vote_whose_run_moved_before_its_write_leaves_no_outbox_row_a
     assert OutboxEvent.objects.count() == outbox_rows  # nothing of the vote was written
     assert not Admission.objects.filter(run_id=s.run_id).exists()
     assert Run.objects.get(pk=s.run_id).state == "paused"
+
+
+def test_the_vote_that_reaches_a_quorum_of_three_reads_the_record_and_both_earlier_votes_in_its_one_read():
+    engine = principal("token:engine", "acme", "engine")
+    s = paused(engine, "approval", approval={"quorum": 3})
+    for voter in ("user:alice", "user:bob"):  # each short of the quorum: under the lock
+        services.approve(principal=principal(voter), suspension_id=s.id, version=version(s))
+    record = Recorder()
+    with connection.execute_wrapper(record):
+        decided = services.approve(principal=principal("user:carol"), suspension_id=s.id, version=version(s))
+    assert decided.fresh and all(autocommit for _, autocommit in record.sent)  # landed as an attempt
+    (read, write) = [sql for sql, _ in record.sent]
+    assert "suspensions_approvalvote" in read and "suspensions_approval" in read and write.startswith("WITH g AS")
+    assert decided.admission.input and json.loads(decided.admission.input)["approvers"] == [
+        "user:alice",
+        "user:bob",
+        "user:carol",
+    ]
+
+
+def test_a_start_reads_its_admission_run_pause_and_start_row_in_one_statement_and_refuses_another_scope():
+    engine = principal("token:engine", "acme", "engine")
+    s = paused(engine, "approval")
+    claimed = services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
+    stranger = principal("token:stranger", "other", "engine")
+    with pytest.raises(NotFound):
+        services.start_admission(principal=stranger, admission_id=claimed.admission.id)
+    assert not Start.objects.filter(admission_id=claimed.admission.id).exists()
+    record = Recorder()
+    with connection.execute_wrapper(record):
+        started = services.start_admission(principal=engine, admission_id=claimed.admission.id)
+    assert started.start is not None and all(autocommit for _, autocommit in record.sent)
+    (read, write) = [sql for sql, _ in record.sent]
+    assert "suspensions_admission" in read and "suspensions_start" in read and "FOR NO KEY UPDATE" not in read
+    assert write.startswith("WITH g AS")
+    with pytest.raises(ResumeAlreadyStarted):  # the start row the next read joins
+        services.start_admission(principal=engine, admission_id=claimed.admission.id)
