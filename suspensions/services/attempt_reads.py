@@ -33,7 +33,7 @@ from ..fixedsql import db
 from ..models import Admission, Approval, ApprovalVote, Run, Start, Suspension
 from ..principals import Principal
 from .batch import attempt_of
-from .claims_sql import LOCK_FIELDS, _columns, _lock_sql, _visible, _where_visible, enabled, q, run_of_row
+from .claims_sql import LOCK_FIELDS, _visible, _where_visible, enabled, q, run_of_row, run_read
 
 
 @dataclass
@@ -54,50 +54,43 @@ class VoteRead:
     votes: list[ApprovalVote]
 
 
-def _in_attempt() -> Any:
-    """The connection, when an attempt that has read nothing yet is open on it; else None."""
+def _in_attempt() -> tuple[Any, Any]:
+    """(the connection, its attempt) when an attempt that has read nothing yet is open on it; else (None, None)."""
     if not enabled():
-        return None
+        return None, None
     conn = db()
     attempt = attempt_of(conn)
-    return conn if attempt is not None and attempt.guard is None else None
+    return (conn, attempt) if attempt is not None and attempt.guard is None else (None, None)
 
 
-def _names(model: type[Model]) -> list[str]:
-    assert not any(hasattr(f, "from_db_value") for f in model._meta.concrete_fields), "values need converting"
-    return [f.attname for f in model._meta.concrete_fields]
+@functools.cache
+def _shape(model: type[Model]) -> tuple[list[str], int]:
+    """(the attribute names of `model`'s columns in order, the position of its key)."""
+    fields = model._meta.concrete_fields
+    assert not any(hasattr(f, "from_db_value") for f in fields), "values need converting"
+    return [f.attname for f in fields], [f.primary_key for f in fields].index(True)
 
 
 def _model(conn: Any, model: type[Model], values: Any) -> Any:
     """The row of `model` in these columns, or None for a LEFT JOIN that found none (a null key)."""
-    pk = [f.primary_key for f in model._meta.concrete_fields].index(True)
-    return model.from_db(conn.alias, _names(model), values) if values[pk] is not None else None
-
-
-def _joined(depths: tuple[int, ...] | None, models: tuple[type[Model], ...], joins: str) -> tuple[str, str]:
-    """(SELECT's columns and FROM up to the run's pause, the joins after) from the lock read's own text."""
-    base = _lock_sql(depths, lock=False)
-    columns, rest = base.split(" FROM ", 1)
-    extra = ", ".join(_columns(m) for m in models)
-    head, where = rest.split(" WHERE ", 1)
-    return f"{columns}, {extra} FROM {head} {joins}", where
+    names, pk = _shape(model)
+    return model.from_db(conn.alias, names, values) if values[pk] is not None else None
 
 
 @functools.cache
 def _start_sql(depths: tuple[int, ...] | None) -> str:
     run, admission, start = q(Run._meta.db_table), q(Admission._meta.db_table), q(Start._meta.db_table)
-    head, _ = _joined(
-        depths,
-        (Admission, Start),
-        f"INNER JOIN {admission} ON ({admission}.{q('run_id')} = {run}.{q('id')})"
-        f" LEFT OUTER JOIN {start} ON ({start}.{q('admission_id')} = {admission}.{q('id')})",
+    select, joined = run_read(Admission, Start)
+    return (
+        f"{select} {joined} INNER JOIN {admission} ON ({admission}.{q('run_id')} = {run}.{q('id')})"
+        f" LEFT OUTER JOIN {start} ON ({start}.{q('admission_id')} = {admission}.{q('id')})"
+        f" WHERE {_where_visible(admission, depths, 'id')}"
     )
-    return f"{head} WHERE {_where_visible(admission, depths, 'id')}"
 
 
 def start_read(principal: Principal, admission_id: UUID | str) -> StartRead | None:
     """An admission the principal may see, with its run, the run's pause, the clock and the start (NotFound)."""
-    conn = _in_attempt()
+    conn, attempt = _in_attempt()
     if conn is None:
         return None
     pk = Admission._meta.pk.to_python(admission_id)  # type: ignore[union-attr]
@@ -105,8 +98,8 @@ def start_read(principal: Principal, admission_id: UUID | str) -> StartRead | No
     row = fixedsql.execute(_start_sql(depths), [*params, pk], conn).fetchone()
     if row is None:
         raise NotFound(f"admission {admission_id} not found")
-    run, live, now = run_of_row(conn, row)
-    middle = LOCK_FIELDS + len(Admission._meta.concrete_fields)
+    run, live, now = run_of_row(conn, row, attempt)
+    middle = LOCK_FIELDS + len(_shape(Admission)[0])
     admission = _model(conn, Admission, row[LOCK_FIELDS:middle])
     return StartRead(run, live, now, admission, _model(conn, Start, row[middle:]))
 
@@ -115,19 +108,18 @@ def start_read(principal: Principal, admission_id: UUID | str) -> StartRead | No
 def _vote_sql(depths: tuple[int, ...] | None) -> str:
     run, pause = q(Run._meta.db_table), q(Suspension._meta.db_table)
     approval, vote = q(Approval._meta.db_table), q(ApprovalVote._meta.db_table)
-    head, where = _joined(
-        depths,
-        (Approval, ApprovalVote),
-        f"LEFT OUTER JOIN {approval} ON ({approval}.{q('suspension_id')} = %s"
+    select, joined = run_read(Approval, ApprovalVote)
+    return (
+        f"{select} {joined} LEFT OUTER JOIN {approval} ON ({approval}.{q('suspension_id')} = %s"
         f" AND {approval}.{q('run_id')} = {run}.{q('id')})"
-        f" LEFT OUTER JOIN {vote} ON ({vote}.{q('suspension_id')} = {pause}.{q('id')})",
+        f" LEFT OUTER JOIN {vote} ON ({vote}.{q('suspension_id')} = {pause}.{q('id')})"
+        f" WHERE {_where_visible(run, depths, 'id')} ORDER BY {vote}.{q('cast_at')} ASC, {vote}.{q('id')} ASC"
     )
-    return f"{head} WHERE {where} ORDER BY {vote}.{q('cast_at')} ASC, {vote}.{q('id')} ASC"
 
 
 def vote_read(principal: Principal, run_id: UUID | str, suspension_id: UUID | str) -> VoteRead | None:
     """A visible run with its pause and the clock, the approval record of `suspension_id`, the pause's votes."""
-    conn = _in_attempt()
+    conn, attempt = _in_attempt()
     if conn is None:
         return None
     depths, params = _visible(principal, f"run {run_id}")
@@ -136,8 +128,8 @@ def vote_read(principal: Principal, run_id: UUID | str, suspension_id: UUID | st
     rows = fixedsql.execute(_vote_sql(depths), [key, *params, run_pk], conn).fetchall()
     if not rows:
         raise NotFound(f"run {run_id} not found")
-    run, live, now = run_of_row(conn, rows[0])
-    middle = LOCK_FIELDS + len(Approval._meta.concrete_fields)
+    run, live, now = run_of_row(conn, rows[0], attempt)
+    middle = LOCK_FIELDS + len(_shape(Approval)[0])
     record = _model(conn, Approval, rows[0][LOCK_FIELDS:middle])
     votes = [v for v in (_model(conn, ApprovalVote, row[middle:]) for row in rows) if v is not None]
     return VoteRead(run, live, now, record, votes)

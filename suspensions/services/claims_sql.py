@@ -87,22 +87,28 @@ def _where_visible(table: str, depths: tuple[int, ...] | None, key: str) -> str:
 
 
 @functools.cache
+def run_read(*also: type[Model]) -> tuple[str, str]:
+    """(the SELECT of a run, the clock, its pause and the columns of `also`; FROM the run joined to its pause)."""
+    run, pause = q(Run._meta.db_table), q(Suspension._meta.db_table)
+    models: tuple[type[Model], ...] = (Suspension, *also)
+    columns = ", ".join([_columns(Run), "CLOCK_TIMESTAMP()", *(_columns(m) for m in models)])
+    return f"SELECT {columns}", f"FROM {run} LEFT OUTER JOIN {pause} ON ({run}.{q('id')} = {pause}.{q('run_id')})"
+
+
+@functools.cache
 def _lock_sql(depths: tuple[int, ...] | None, lock: bool = True) -> str:
     """The lock of one run in the scopes of these depths (None: every scope, a superuser's); `lock=False`: the read."""
-    run, pause = q(Run._meta.db_table), q(Suspension._meta.db_table)
+    run = q(Run._meta.db_table)
+    select, joined = run_read()
     where = _where_visible(run, depths, "id")
-    return (
-        f"SELECT {_columns(Run)}, CLOCK_TIMESTAMP(), {_columns(Suspension)} FROM {run}"
-        f" LEFT OUTER JOIN {pause} ON ({run}.{q('id')} = {pause}.{q('run_id')})"
-        f" WHERE {where}" + (f" FOR NO KEY UPDATE OF {run}" if lock else "")
-    )
+    return f"{select} {joined} WHERE {where}" + (f" FOR NO KEY UPDATE OF {run}" if lock else "")
 
 
 RUN_NAMES = [f.attname for f in Run._meta.concrete_fields]
 PAUSE_NAMES = [f.attname for f in Suspension._meta.concrete_fields]
 RUN_FIELDS = len(RUN_NAMES)
 PAUSE_PK = [f.primary_key for f in Suspension._meta.concrete_fields].index(True)
-LOCK_FIELDS = RUN_FIELDS + 1 + len(PAUSE_NAMES)  # the run, the clock, the pause
+LOCK_FIELDS = RUN_FIELDS + 1 + len(PAUSE_NAMES)  # run_read's own columns: the run, the clock, the pause
 
 
 def lock_run(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspension | None, datetime]:
@@ -141,17 +147,16 @@ def _lock_run_sql(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspen
     row = fixedsql.execute(_lock_sql(depths, lock=attempt is None), params, conn).fetchone()
     if row is None:
         raise NotFound(f"run {run_id} not found")
-    return run_of_row(conn, row)
+    return run_of_row(conn, row, attempt)
 
 
-def run_of_row(conn: Any, row: Sequence[Any]) -> tuple[Run, Suspension | None, datetime]:
-    """The run, its live pause and the clock from a row that starts with `_lock_sql`'s columns.
+def run_of_row(conn: Any, row: Sequence[Any], attempt: Any) -> tuple[Run, Suspension | None, datetime]:
+    """The run, its live pause and the clock from a row that starts with `run_read`'s columns.
 
-    An attempt open on the connection records the run as its guard.
+    The attempt open on the connection (None: none) records the run as its guard.
     """
     alias = conn.alias
     run = Run.from_db(alias, RUN_NAMES, row[:RUN_FIELDS])
-    attempt = attempt_of(conn)
     if attempt is not None:
         attempt.guard = [run.pk, run.revision, run.state]
     values = row[RUN_FIELDS + 1 : LOCK_FIELDS]

@@ -107,7 +107,7 @@ def admit_reply(
     return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
 
 
-def _locked(principal: Principal, admission_id: UUID | str) -> tuple[Any, Any, Any, Admission, Start | None]:
+def _locked(principal: Principal, admission_id: UUID | str) -> attempt_reads.StartRead:
     """Under the run lock: the admission's run locked, its pause and the clock; then the admission and its start."""
     found = claims_sql.admission_run(principal, admission_id)
     if found is None:
@@ -117,7 +117,7 @@ def _locked(principal: Principal, admission_id: UUID | str) -> tuple[Any, Any, A
     admission: Admission | None = claims_sql.first(Admission, id=admission_id)
     if admission is None:  # admissions are never deleted: found above, it is still there
         raise NotFound(f"admission {admission_id} not found")
-    return run, live, now, admission, claims_sql.first(Start, admission_id=admission.id)
+    return attempt_reads.StartRead(run, live, now, admission, claims_sql.first(Start, admission_id=admission.id))
 
 
 @metrics.counted_claim("start")
@@ -133,12 +133,12 @@ def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claime
     from ..presenters import start_receipt
 
     def start() -> Claimed:
-        ahead = attempt_reads.start_read(principal, admission_id)  # an attempt's one read
-        if ahead is not None:
-            run, live, now, admission, start = ahead.run, ahead.live, ahead.now, ahead.admission, ahead.start
-            require(principal, Role.ENGINE, run.scope)
+        read = attempt_reads.start_read(principal, admission_id)  # an attempt's one read
+        if read is not None:
+            require(principal, Role.ENGINE, read.run.scope)  # (under the lock, _locked checks it before reading on)
         else:
-            run, live, now, admission, start = _locked(principal, admission_id)
+            read = _locked(principal, admission_id)
+        run, live, now, admission, start = read.run, read.live, read.now, read.admission, read.start
         if start is not None:
             raise ResumeAlreadyStarted(receipt=start_receipt(start))
         if admission.state == AdmissionState.EXPIRED:
