@@ -397,6 +397,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def socket_inodes(pid: int) -> list[str]:
+    """The inodes of the sockets process `pid` holds open; an fd closed while listed is skipped."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []
+    inodes = []
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.append(link[8:-1])
+    return inodes
+
+
 class Gunicorn:
     """gunicorn with threaded workers (gthread) and keep-alive, serving the project on 127.0.0.1."""
 
@@ -469,21 +486,24 @@ class Gunicorn:
         """User + system CPU of the workers so far (Linux /proc): where a request's time goes."""
         return cpu_seconds(self.worker_pids())
 
-    def worker_of(self, client: "Client") -> int | None:
-        """The worker process holding the server side of `client`'s connection (Linux /proc)."""
+    def worker_of(self, client: "Client", tries: int = 5) -> int | None:
+        """The worker process holding the server side of `client`'s connection (Linux /proc).
+
+        Both /proc reads race with the workers' other sockets: an fd listed may be closed before
+        its link is read (that fd is skipped, not its whole process), and /proc/net/tcp, read in
+        pages while the table changes, can miss a line; so a miss is looked for again.
+        """
         port = client.conn.sock.getsockname()[1]
-        inodes = {
-            fields[9]
-            for fields in (line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:])
-            if int(fields[1].split(":")[1], 16) == self.port and int(fields[2].split(":")[1], 16) == port
-        }
-        for pid in self.worker_pids():
-            try:
-                fds = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-            except OSError:
-                continue
-            if any(link[8:-1] in inodes for link in fds if link.startswith("socket:[")):
-                return pid
+        for _ in range(tries):
+            inodes = {
+                fields[9]
+                for fields in (line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:])
+                if int(fields[1].split(":")[1], 16) == self.port and int(fields[2].split(":")[1], 16) == port
+            }
+            for pid in self.worker_pids():
+                if inodes & set(socket_inodes(pid)):
+                    return pid
+            time.sleep(0.05)
         return None
 
     def clients(self, secret: str, n: int, attempts: int = 200) -> list["Client"]:
