@@ -8,6 +8,7 @@ instances and small dataclasses; nothing here touches the database.
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from . import digests
@@ -71,6 +72,38 @@ def start_receipt(start: Start) -> dict[str, Any]:
         )
         == start.digest,
     }
+
+
+def run_body(run: Run) -> dict[str, Any]:
+    """A run: the answer to a register or an end, and each row of GET /runs (api/shapes.RunOut renders through it).
+
+    Its times are written as DRF's DateTimeField writes them, which this body
+    always used: ISO 8601 in UTC with a Z, microseconds only when there are
+    some (tests/api/test_shapes.py holds it to RunOut's fields, value for value).
+    """
+    return {
+        "id": str(run.id),
+        "scope": _text(run.scope),
+        "agent_id": _text(run.agent_id),
+        "session_id": _text(run.session_id),
+        "state": _text(run.state),
+        "revision": None if run.revision is None else int(run.revision),
+        "error": _text(run.error),
+        "last_reason": _text(run.last_reason),
+        "created_at": _field_time(run.created_at),
+        "updated_at": _field_time(run.updated_at),
+        "suspension_id": _text(getattr(run, "live_suspension_id", None)),
+    }
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _field_time(moment: datetime | None) -> str | None:
+    if not moment:
+        return None
+    return moment.astimezone(UTC).isoformat().removesuffix("+00:00") + "Z"
 
 
 def suspension_body(s: Suspension) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from .. import presenters
 from ..models import WebhookFormat
 
 
@@ -25,6 +26,10 @@ class RunOut(serializers.Serializer):
 
     def get_suspension_id(self, run: Any) -> str | None:
         return getattr(run, "live_suspension_id", None)
+
+    def to_representation(self, run: Any) -> dict[str, Any]:
+        """presenters.run_body: the one renderer of a run (the fields above document it)."""
+        return presenters.run_body(run)
 
 
 class EventOut(serializers.Serializer):

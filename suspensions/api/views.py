@@ -49,10 +49,6 @@ def created(body: dict[str, Any], fresh: bool) -> Response:
     return Response(body, status=201 if fresh else 200)
 
 
-def run_body(run: Run) -> dict[str, Any]:
-    return shapes.RunOut(run).data  # type: ignore[return-value]
-
-
 # -- runs ---------------------------------------------------------------------
 
 
@@ -68,7 +64,7 @@ class RunList(generics.ListAPIView):
     def post(self, request: Request) -> Response:
         data = validated(s.RegisterRun, request)
         run = services.register_run(principal=principal_of(request), **data)
-        return Response(run_body(run), status=201)
+        return Response(presenters.run_body(run), status=201)
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("get_run", ok={200: shapes.RunOut})))
@@ -126,21 +122,21 @@ class Complete(APIView):
     @extend_schema(**docs.operation("complete_run", request=s.Revision, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Revision, request)
-        return Response(run_body(services.complete_run(principal=principal_of(request), run_id=pk, **data)))
+        return Response(presenters.run_body(services.complete_run(principal=principal_of(request), run_id=pk, **data)))
 
 
 class Fail(APIView):
     @extend_schema(**docs.operation("fail_run", request=s.Fail, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Fail, request)
-        return Response(run_body(services.fail_run(principal=principal_of(request), run_id=pk, **data)))
+        return Response(presenters.run_body(services.fail_run(principal=principal_of(request), run_id=pk, **data)))
 
 
 class Cancel(APIView):
     @extend_schema(**docs.operation("cancel_run", request=s.Revision, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Revision, request)
-        return Response(run_body(services.cancel_run(principal=principal_of(request), run_id=pk, **data)))
+        return Response(presenters.run_body(services.cancel_run(principal=principal_of(request), run_id=pk, **data)))
 
 
 # -- suspensions and approvals --------------------------------------------------

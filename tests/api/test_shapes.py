@@ -11,7 +11,7 @@ import pytest
 from suspensions import presenters
 from suspensions.api import shapes
 from suspensions.models import Admission, Approval, ClosureReceipt, ExpiryReceipt, Start, Suspension
-from tests.helpers import pause, post, resume, version
+from tests.helpers import pause, post, register, resume, version
 
 
 def keys_match(body: dict[str, Any], serializer: Any) -> None:
@@ -79,3 +79,40 @@ def test_the_receipts_answer_the_documented_shapes(presenter, serializer):
         )
         body = presenters.closure_receipt(row, fresh=True)
     keys_match(body, serializer)
+
+
+def fields_of(run: Any) -> dict[str, Any]:
+    """RunOut's fields, each rendered by DRF as it rendered runs before presenters.run_body, as JSON reads them."""
+    import json
+
+    from rest_framework import serializers
+    from rest_framework.renderers import JSONRenderer
+
+    return json.loads(JSONRenderer().render(serializers.Serializer.to_representation(shapes.RunOut(), run)))
+
+
+def test_a_run_renders_as_its_documented_fields_did_in_every_state(engine):
+    from datetime import UTC, datetime
+
+    from django.db.models import F
+
+    from suspensions.models import Run
+
+    registered = register(engine)
+    assert registered == fields_of(Run.objects.get(pk=registered["id"]))
+    paused = pause(engine)
+    failed = register(engine, agent_id="agent-2")
+    answer = post(engine, f"/api/v1/runs/{failed['id']}/fail", {"revision": 1, "error": "the tool timed out"})
+    assert answer.status_code == 200
+    assert answer.json()["error"] == "the tool timed out"
+    # A time with no microseconds is written without them, as DRF's DateTimeField writes it.
+    Run.objects.filter(pk=failed["id"]).update(created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    rows = Run.objects.annotate(live_suspension_id=F("suspension__id"))
+    assert rows.count() == 3
+    for run in rows:
+        assert presenters.run_body(run) == fields_of(run)
+        assert engine.get(f"/api/v1/runs/{run.id}").json() == fields_of(run)
+    by_id = {str(run.id): run for run in rows}
+    assert presenters.run_body(by_id[failed["id"]])["created_at"] == "2026-01-02T03:04:05Z"
+    assert presenters.run_body(by_id[paused["run_id"]])["suspension_id"] == paused["id"]
+    keys_match(registered, shapes.RunOut)
