@@ -5,7 +5,8 @@ transition (ORM, raw cursor) sees the writes kept before it; a refusal raised
 inside sends nothing and leaves every row; two writes of one table both land,
 in order; outside a transition (or with ORM_ONLY) a write goes at once; a
 nested transition shares the outer batch; fixedsql keeps one psycopg cursor
-per connection and makes a new one after the connection is closed; and (failing
+per connection and makes a new one after the connection is closed, and reads times with psycopg's
+compiled loader where that gives the same values as Django's; and (failing
 today, a reported bug) set_rollback(True) inside a transition rolls back quietly, as in atomic().
 """
 
@@ -257,3 +258,42 @@ def test_set_rollback_inside_a_transition_rolls_back_quietly_as_in_atomic():
         claims_sql.update_run(run.id, revision=9)
         transaction.set_rollback(True)
     assert Run.objects.get(pk=run.id).revision == 1
+
+
+TIMES = "SELECT now(), CAST(%s AS timestamptz), CAST(%s AS timestamptz), CAST(NULL AS timestamptz)"
+TIME_PARAMS = ["2026-12-02 17:16:27.154770+00", "1999-12-31 23:59:59-05"]
+
+
+def test_a_kept_cursor_reads_times_as_django_reads_them_with_psycopg_s_compiled_loader():
+    from datetime import UTC
+
+    from psycopg_binary._psycopg import TimestamptzLoader
+
+    with transaction.atomic():  # one transaction: now() is the same value in both reads
+        kept = fixedsql.execute(TIMES, TIME_PARAMS).fetchone()
+        with connection.cursor() as c:
+            c.execute(TIMES, TIME_PARAMS)
+            django = c.fetchone()
+    assert kept == django and kept[3] is None
+    assert all(value.tzinfo is UTC for value in kept[:3])
+    assert kept[2].isoformat() == "2000-01-01T04:59:59+00:00"
+    oid = fixedsql.TIMESTAMPTZ
+    assert fixedsql.cursor(fixedsql.numbered(TIMES)).cursor.adapters.get_loader(oid, 0) is TimestamptzLoader
+    # The connection's own cursors keep Django's loader.
+    assert connection.connection.adapters.get_loader(oid, 0) is not TimestamptzLoader
+
+
+@pytest.mark.django_db(transaction=True)  # a connection of its own, closed at the end
+def test_on_a_session_in_another_time_zone_a_kept_cursor_keeps_django_s_loader():
+    connection.close()
+    connection.ensure_connection()
+    try:
+        with connection.cursor() as c:
+            c.execute("SET TIME ZONE 'Europe/Paris'")
+        made = fixedsql.PreparingCursor(connection.connection)
+        fixedsql.utc_times(made, connection)
+        loader = made.adapters.get_loader(fixedsql.TIMESTAMPTZ, 0)
+        assert loader is connection.connection.adapters.get_loader(fixedsql.TIMESTAMPTZ, 0)
+        assert "django" in loader.__module__
+    finally:
+        connection.close()
