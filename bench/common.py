@@ -652,6 +652,42 @@ def pending_call() -> list[dict[str, Any]]:
     return [call()]
 
 
+# Tables named like any of the patterns given: every table of the app, the push tables included (APP_TABLES
+# lists only the claim path's); the LangGraph comparison adds its checkpointer's (vacuum_tables).
+APP_TABLES_SQL = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE ANY(%s)"
+
+
+def autovacuum_off(pg: Any) -> bool:
+    return bool(pg.execute("SHOW autovacuum").fetchone()[0] == "off")
+
+
+def vacuum_tables(pg: Any, patterns: Iterable[str] = ("suspensions_%",)) -> None:
+    """VACUUM (ANALYZE) the tables named like `patterns`, on `pg` (a psycopg connection in autocommit)."""
+    tables = [r[0] for r in pg.execute(APP_TABLES_SQL, [list(patterns)]).fetchall()]
+    pg.execute("VACUUM (ANALYZE) " + ", ".join(f'"{t}"' for t in tables))
+
+
+def between_rounds(url: str, patterns: Iterable[str] = ("suspensions_%",)) -> bool:
+    """On a server with autovacuum off (this machine's), what autovacuum would have done by now; False when it is on.
+
+    Without it the tables, emptied at the bench's start, are never analyzed:
+    a statement the service prepares keeps the plan PostgreSQL made for empty
+    tables (no ANALYZE ever invalidates it), and the tables keep every dead
+    row. On 2026-12-02 that made the service's PostgreSQL CPU per cycle grow
+    round after round (2.0 to 12.1 ms in five rounds of bench/resume.py)
+    while R1, planned afresh at every call, stayed at 1.1-1.6 ms. Run outside
+    the timed phases, for every way alike.
+    """
+    import psycopg
+
+    info = {k: v for k, v in conninfo(url).items() if v is not None}
+    with psycopg.connect(**info, autocommit=True) as pg:
+        if not autovacuum_off(pg):
+            return False
+        vacuum_tables(pg, patterns)
+    return True
+
+
 def connection_cursor() -> Any:
     from django.db import connection
 

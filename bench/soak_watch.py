@@ -92,8 +92,6 @@ BACKGROUND = """
              WHERE expires_at <= now()),
            (SELECT array_agg(pid) FROM pg_stat_activity WHERE datname = current_database())
 """
-# Every table of the app, the push tables included (common.APP_TABLES lists only the claim path's).
-APP_TABLES_SQL = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 'suspensions_%'"
 
 
 def machine_cpu_seconds() -> float:
@@ -131,7 +129,7 @@ class Watch:
         queue = redis.Redis.from_url(self.broker) if self.broker.startswith("redis") else None
         with psycopg.connect(**info, autocommit=True) as pg:
             printed = 0
-            vacuum = self.vacuum_seconds > 0 and pg.execute("SHOW autovacuum").fetchone()[0] == "off"
+            vacuum = self.vacuum_seconds > 0 and common.autovacuum_off(pg)
             while not self.stop.wait(SAMPLE_SECONDS):
                 self.sample(pg, queue)
                 if vacuum and self.book.now() - self.vacuumed >= self.vacuum_seconds:
@@ -171,9 +169,8 @@ class Watch:
         Its CPU is a backend's of the bench database, so it counts in PostgreSQL's column, as autovacuum's would.
         """
         self.vacuumed = self.book.now()
-        tables = [r[0] for r in pg.execute(APP_TABLES_SQL).fetchall()]
         started = time.monotonic()
-        pg.execute("VACUUM (ANALYZE) " + ", ".join(tables))
+        common.vacuum_tables(pg)
         self.book.vacuums.append({"at": round(self.vacuumed, 1), "seconds": round(time.monotonic() - started, 2)})
 
     def count_backends(self, pids: list[int]) -> None:
