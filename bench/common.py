@@ -70,6 +70,13 @@ def conninfo(url: str) -> dict[str, Any]:
     }
 
 
+def connect(url: str, **options: Any) -> Any:
+    """A plain psycopg connection to `url`'s database (`options`: psycopg's, e.g. autocommit=True)."""
+    import psycopg
+
+    return psycopg.connect(**{k: v for k, v in conninfo(url).items() if v is not None}, **options)
+
+
 def with_port(url: str, port: int) -> str:
     parts = urllib.parse.urlsplit(url)
     netloc = parts.netloc.rsplit(":", 1)[0] if parts.port else parts.netloc
@@ -667,24 +674,22 @@ def vacuum_tables(pg: Any, patterns: Iterable[str] = ("suspensions_%",)) -> None
     pg.execute("VACUUM (ANALYZE) " + ", ".join(f'"{t}"' for t in tables))
 
 
-def between_rounds(url: str, patterns: Iterable[str] = ("suspensions_%",)) -> bool:
+def between_rounds(url: str, round_no: int, patterns: Iterable[str] = ("suspensions_%",)) -> bool:
     """On a server with autovacuum off (this machine's), what autovacuum would have done by now; False when it is on.
 
     Without it the tables, emptied at the bench's start, are never analyzed:
     a statement the service prepares keeps the plan PostgreSQL made for empty
     tables (no ANALYZE ever invalidates it), and the tables keep every dead
     row. On 2026-12-02 that made the service's PostgreSQL CPU per cycle grow
-    round after round (2.0 to 12.1 ms in five rounds of bench/resume.py)
+    round after round (2.0 to 12.4 ms in five rounds of bench/resume.py)
     while R1, planned afresh at every call, stayed at 1.1-1.6 ms. Run outside
-    the timed phases, for every way alike.
+    the timed phases before round `round_no`, for every way alike.
     """
-    import psycopg
-
-    info = {k: v for k, v in conninfo(url).items() if v is not None}
-    with psycopg.connect(**info, autocommit=True) as pg:
+    with connect(url, autocommit=True) as pg:
         if not autovacuum_off(pg):
             return False
         vacuum_tables(pg, patterns)
+    print(f"round {round_no}: autovacuum is off here, so VACUUM (ANALYZE) first", flush=True)
     return True
 
 

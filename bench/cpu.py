@@ -142,8 +142,7 @@ def main() -> dict[str, Any]:
             for kind in KINDS:  # every worker thread has its connection and its imports before the first figure
                 phase(server, conns[label], args.requests // 4, kind, warm)
         for round_no in range(args.rounds):
-            if common.between_rounds(url):
-                print(f"round {round_no + 1}: autovacuum is off here, so VACUUM (ANALYZE) first", flush=True)
+            common.between_rounds(url, round_no + 1)
             works = {label: Round(args.requests) for label in servers}
             order = KINDS[round_no % len(KINDS) :] + KINDS[: round_no % len(KINDS)]
             order.remove("resume")

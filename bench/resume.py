@@ -417,8 +417,7 @@ def main() -> dict[str, Any]:
         plan = [("R1", c) for c in levels] + [("S-in", c) for c in levels if c <= 8]
         plan += [(way, c) for c in levels for way in ("S-http", "F-http")]
         for round_no in range(args.rounds):
-            if common.between_rounds(url):
-                print(f"round {round_no + 1}: autovacuum is off here, so VACUUM (ANALYZE) first", flush=True)
+            common.between_rounds(url, round_no + 1)
             # Rotate the order each round so no way always runs first (warm caches, autovacuum).
             order = plan[round_no % len(plan) :] + plan[: round_no % len(plan)]
             for way, clients in order:

@@ -121,13 +121,11 @@ class Watch:
         self.thread.join()
 
     def run(self) -> None:
-        import psycopg
         import redis
         import soak_report
 
-        info = {k: v for k, v in common.conninfo(self.url).items() if v is not None}
         queue = redis.Redis.from_url(self.broker) if self.broker.startswith("redis") else None
-        with psycopg.connect(**info, autocommit=True) as pg:
+        with common.connect(self.url, autocommit=True) as pg:
             printed = 0
             vacuum = self.vacuum_seconds > 0 and common.autovacuum_off(pg)
             while not self.stop.wait(SAMPLE_SECONDS):

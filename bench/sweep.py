@@ -54,8 +54,11 @@ WITH rows AS (
     FROM rows
 ), approvals AS (
     INSERT INTO suspensions_approval (suspension_id, run_id, scope, scope_l1, scope_l2, scope_l3, status, decided_by,
-                                      note, created_at)
-    SELECT pause_id, run_id, %(scope)s, %(scope)s, '', '', 'pending', '', '', now() FROM rows WHERE i %% 3 = 1
+                                      note, created_at, agent_id, pending, requested_by, quorum, exclude_requester,
+                                      on_expiry, final_calls, response, expires_at)
+    SELECT pause_id, run_id, %(scope)s, %(scope)s, '', '', 'pending', '', '', now(), 'bench', %(pending)s,
+           'token:bench', 1, false, 'expire', '', '', expires_at
+    FROM rows WHERE i %% 3 = 1
 )
 INSERT INTO suspensions_admission (id, run_id, suspension_id, scope, scope_l1, scope_l2, scope_l3, source, state,
                                    input, request_digest, suspension_digest, version_revision, claimed_revision,
@@ -169,12 +172,9 @@ def service_sweep(batch: int) -> dict[str, Any]:
 
 
 def raw_sweep(url: str, batch: int) -> dict[str, Any]:
-    import psycopg
-
-    info = {k: v for k, v in common.conninfo(url).items() if v is not None}
     rows, longest, batches = 0, 0.0, 0
     began = time.perf_counter()
-    with psycopg.connect(**info) as conn:
+    with common.connect(url) as conn:
         while True:
             t0 = time.perf_counter()
             with conn.transaction():

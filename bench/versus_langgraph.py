@@ -299,8 +299,7 @@ def main() -> dict[str, Any]:
     plan = [(way, c) for c in levels for way in ("LG-in", "S-in", "S-http", "R1")]
     with common.Gunicorn(url, workers=2, threads=16) as server:
         for round_no in range(args.rounds):
-            if common.between_rounds(url, ("suspensions_%", "checkpoint%")):  # LangGraph's tables too
-                print(f"round {round_no + 1}: autovacuum is off here, so VACUUM (ANALYZE) first", flush=True)
+            common.between_rounds(url, round_no + 1, ("suspensions_%", "checkpoint%"))  # LangGraph's tables too
             order = plan[round_no % len(plan) :] + plan[: round_no % len(plan)]
             for way, clients in order:
                 if way == "LG-in":

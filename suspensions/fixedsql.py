@@ -175,7 +175,7 @@ def utc_times(made: PreparingCursor, conn: BaseDatabaseWrapper) -> None:
     and so is Django's (USE_TZ, as the settings have it), psycopg's loader
     gives the very same value (aware, `datetime.timezone.utc`), so the kept
     cursors use it; on any other zone they keep Django's.
-    tests/services/test_fixedsql_times.py holds the two to the same values.
+    tests/services/test_claims_batch.py holds the two to the same values.
     """
     if COMPILED_TIMES is None or conn.timezone is not UTC:
         return

@@ -8,9 +8,8 @@ cycle then grew round after round while R1's did not (docs/benchmarks.md).
 
 from typing import Any
 
-import psycopg
 import pytest
-from common import autovacuum_off, between_rounds, conninfo
+from common import autovacuum_off, between_rounds, connect
 
 from tests.factories import RunFactory
 from tests.processes import database_url
@@ -26,11 +25,10 @@ def analyzed(pg: Any, table: str) -> Any:
 @pytest.mark.django_db(transaction=True)  # VACUUM runs outside a transaction, on its own connection
 def test_between_rounds_vacuums_and_analyzes_the_app_s_tables_when_autovacuum_is_off() -> None:
     RunFactory.create_batch(3)
-    info = {k: v for k, v in conninfo(database_url()).items() if v is not None}
-    with psycopg.connect(**info, autocommit=True) as pg:
+    with connect(database_url(), autocommit=True) as pg:
         before = analyzed(pg, "suspensions_run")
         off = autovacuum_off(pg)
-        assert between_rounds(database_url()) is off
+        assert between_rounds(database_url(), 1) is off
         after = analyzed(pg, "suspensions_run")
         if off:
             assert None not in after and after[0] != before[0] and after[1] != before[1]
