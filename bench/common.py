@@ -712,8 +712,13 @@ def round_ratios(phases: dict[str, list[dict[str, Any]]], reference: str, metric
         if way == reference or ref is None:
             continue
         values = [r[metric] / b[metric] for r, b in zip(runs, ref, strict=False) if b[metric]]
-        out[f"{key} / {reference}@{clients}"] = f"{median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+        out[f"{key} / {reference}@{clients}"] = spread(values)
     return out
+
+
+def spread(values: list[float]) -> str:
+    """Ratios of the rounds as "median (min-max)"."""
+    return f"{median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
 def postgres_cpu() -> dict[int, float]:

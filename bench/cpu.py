@@ -335,10 +335,6 @@ def calls_pass(secret: str, n: int) -> dict[str, float]:
     return out
 
 
-def spread(values: list[float]) -> str:
-    return f"{common.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
-
-
 def figures(phases: dict[str, list[dict[str, Any]]], labels: list[str]) -> dict[str, dict[str, str]]:
     """Per kind: CPU per request, its ratio to the same code's floor, and (with a baseline) after / before."""
     out = {}
@@ -347,16 +343,16 @@ def figures(phases: dict[str, list[dict[str, Any]]], labels: list[str]) -> dict[
         for kind in KINDS:
             runs = phases[label + kind]
             row = {
-                "cpu_ms_per_request": spread([r["cpu_ms_per_request"] for r in runs]),
-                "ratio_to_floor": spread(
+                "cpu_ms_per_request": common.spread([r["cpu_ms_per_request"] for r in runs]),
+                "ratio_to_floor": common.spread(
                     [r["cpu_ms_per_request"] / f["cpu_ms_per_request"] for r, f in zip(runs, floor, strict=True)]
                 ),
-                "requests_per_s": spread([r["per_s"] for r in runs]),
+                "requests_per_s": common.spread([r["per_s"] for r in runs]),
             }
             if len(labels) > 1:
                 before = phases["before:" + kind]
                 row["cpu_after_over_before"] = (
-                    spread(
+                    common.spread(
                         [r["cpu_ms_per_request"] / b["cpu_ms_per_request"] for r, b in zip(runs, before, strict=True)]
                     )
                     if not label

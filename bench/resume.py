@@ -1,6 +1,6 @@
 """Issue 8.1: the framework overhead of the resume path.
 
-One workload three ways, interleaved round by round, median of the rounds:
+One workload several ways, interleaved round by round, median of the rounds:
 
 - R1: raw psycopg 3 replaying exactly the statements the service issued for a
   pause and a one-shot resume (captured from the service with an execute
@@ -12,7 +12,12 @@ One workload three ways, interleaved round by round, median of the rounds:
   by one indexed SELECT, one indexed SELECT of the run) twice per cycle, on
   the same gunicorn and connections: what two requests cost on this stack
   before the service does anything. S-http / F-http is the service's share;
-  F-http / R1 is the ceiling any DRF request pair reaches against R1.
+  F-http / R1 is the ceiling any DRF request pair reaches against R1;
+- S-app, F-app: the same cycles sent to the WSGI application in this
+  process, one thread, no server: the application's own CPU per cycle. With
+  it the bench works out how far S-http and F-http could go against R1 if
+  serving HTTP cost nothing (`ceilings`), which tells whether a faster
+  server could meet a ratio at all.
 
 A cycle is one pause (T2) plus one one-shot resume (T3) of a registered run;
 runs are registered beforehand with COPY. Counts come from a separate pass
@@ -264,6 +269,62 @@ def http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int, cyc
             c.close()
 
 
+WARM_CYCLES = 50
+
+
+def app_phase(secret: str, ops: int, cycle: Any = http_cycle) -> dict[str, Any]:
+    """S-app (F-app with `floor_cycle`): S-http's cycles sent to the WSGI application in this process, no server.
+
+    The requests go to `bench.floor_app`'s application as gunicorn calls it
+    (bench/cpu.py's `wsgi_local`: the same middleware, views, pool checkout
+    and log lines), one after another in one thread, after a warm-up. Its
+    CPU per cycle (this thread's, user and system) is what S-http's cycle
+    costs the web process with the serving of HTTP taken away: no gunicorn,
+    no sockets, no threads waiting on each other for the GIL. `ceilings`
+    turns it into the most S-http could reach with a server that cost nothing.
+    """
+    import cpu
+
+    local = cpu.wsgi_local(secret)
+    for run_id in common.bulk_runs(WARM_CYCLES, SCOPE):
+        cycle(local, run_id, [])
+    run_ids = common.bulk_runs(ops, SCOPE)
+    latencies: list[float] = []
+    started, cpu_before, pg = time.perf_counter(), time.thread_time(), common.postgres_cpu()
+    for run_id in run_ids:
+        cycle(local, run_id, latencies)
+    return summarise(
+        time.perf_counter() - started,
+        latencies,
+        ops,
+        client_cpu=time.thread_time() - cpu_before,
+        pg_cpu=common.postgres_cpu_since(pg),
+    )
+
+
+def ceilings(phases: dict[str, list[dict[str, Any]]], clients: int) -> dict[str, str]:
+    """S-http and F-http over R1 as if serving HTTP cost nothing, round by round: "median (min-max)".
+
+    A round's HTTP phase kept `cycles/s x (bench + web + PostgreSQL CPU per
+    cycle)` of the cores busy. Spent on the same cycle without the server (the
+    application's in-process CPU in place of the workers', the same bench and
+    PostgreSQL CPU), those cores carry `busy / (app + bench + PostgreSQL)`
+    cycles a second. The in-process figure has no thread contention in it, so
+    this ceiling is generous to the service.
+    """
+    out = {}
+    for way in ("S", "F"):
+        http, app, ref = (phases.get(key, []) for key in (f"{way}-http@{clients}", f"{way}-app@1", f"R1@{clients}"))
+        values = []
+        for h, a, r in zip(http, app, ref, strict=False):
+            beside = h["bench_cpu_ms_per_cycle"] + h["postgres_cpu_ms_per_cycle"]
+            busy = h["cycles_per_s"] * (beside + h["web_cpu_ms_per_cycle"])
+            values.append(busy / (a["bench_cpu_ms_per_cycle"] + beside) / r["cycles_per_s"])
+        if values:
+            out[f"{way}-http@{clients} with a server that cost nothing / R1@{clients}"] = common.spread(values)
+    return out
+
+
 def summarise(
     wall: float, latencies: list[float], ops: int, *, client_cpu: float, server_cpu: float = 0.0, pg_cpu: float = 0.0
 ) -> dict[str, Any]:
@@ -416,6 +477,7 @@ def main() -> dict[str, Any]:
     with common.Gunicorn(url, workers=args.workers, threads=args.threads, app="bench.floor_app:application") as server:
         plan = [("R1", c) for c in levels] + [("S-in", c) for c in levels if c <= 8]
         plan += [(way, c) for c in levels for way in ("S-http", "F-http")]
+        plan += [("S-app", 1), ("F-app", 1)]
         for round_no in range(args.rounds):
             common.between_rounds(url, round_no + 1)
             # Rotate the order each round so no way always runs first (warm caches, autovacuum).
@@ -426,6 +488,8 @@ def main() -> dict[str, Any]:
                     result = r1_phase(replay, clients, ops)
                 elif way == "S-in":
                     result = s_in_phase(clients, ops)
+                elif way.endswith("-app"):
+                    result = app_phase(secret, ops, floor_cycle if way == "F-app" else http_cycle)
                 else:
                     result = http_phase(server, secret, clients, ops, floor_cycle if way == "F-http" else http_cycle)
                 phases.setdefault(f"{way}@{clients}", []).append(result)
@@ -441,7 +505,8 @@ def main() -> dict[str, Any]:
         "ratios": common.round_ratios(phases, "R1", "cycles_per_s")
         | common.round_ratios(
             {k: v for k, v in phases.items() if k.startswith(("S-http", "F-http"))}, "F-http", "cycles_per_s"
-        ),
+        )
+        | {key: value for c in levels for key, value in ceilings(phases, c).items()},
         "counts": counts,
         "statements": {kind: [sql for sql, _p, _m in stmts] for kind, stmts in replay.statements.items()},
     }
