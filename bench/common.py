@@ -668,9 +668,15 @@ def autovacuum_off(pg: Any) -> bool:
     return bool(pg.execute("SHOW autovacuum").fetchone()[0] == "off")
 
 
+def app_tables(cursor: Any, patterns: Iterable[str] = ("suspensions_%",)) -> list[str]:
+    """The names of the tables named like `patterns` (`cursor`: psycopg's or Django's)."""
+    cursor.execute(APP_TABLES_SQL, [list(patterns)])
+    return [row[0] for row in cursor.fetchall()]
+
+
 def vacuum_tables(pg: Any, patterns: Iterable[str] = ("suspensions_%",)) -> None:
     """VACUUM (ANALYZE) the tables named like `patterns`, on `pg` (a psycopg connection in autocommit)."""
-    tables = [r[0] for r in pg.execute(APP_TABLES_SQL, [list(patterns)]).fetchall()]
+    tables = app_tables(pg.cursor(), patterns)
     pg.execute("VACUUM (ANALYZE) " + ", ".join(f'"{t}"' for t in tables))
 
 

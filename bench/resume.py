@@ -129,12 +129,11 @@ class Replay:
 def raw_connection(port: int | None = None) -> Any:
     import psycopg
 
-    info = common.conninfo(common.bench_database_url())
-    if port is not None:
-        info["port"] = port
+    url = common.bench_database_url()
     # Autocommit, as Django's connections: a call opens a transaction only where the service's did (Replay.call).
-    info = {k: v for k, v in info.items() if v is not None}
-    return psycopg.connect(**info, cursor_factory=psycopg.ClientCursor, autocommit=True)
+    return common.connect(
+        url if port is None else common.with_port(url, port), cursor_factory=psycopg.ClientCursor, autocommit=True
+    )
 
 
 # -- the three ways ---------------------------------------------------------------------

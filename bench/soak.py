@@ -258,9 +258,7 @@ def reset() -> None:
     if not name.endswith("bench"):
         raise SystemExit(f"refusing to empty {name!r}: bench databases end in 'bench'")
     with connection.cursor() as cursor:
-        cursor.execute(common.APP_TABLES_SQL, [["suspensions_%"]])
-        tables = [row[0] for row in cursor.fetchall()]
-        cursor.execute("TRUNCATE " + ", ".join(tables))
+        cursor.execute("TRUNCATE " + ", ".join(common.app_tables(cursor)))
 
 
 def arguments() -> Any:

@@ -34,11 +34,12 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def rfc3339(moment: datetime | None) -> str | None:
+def rfc3339(moment: datetime | None, timespec: str = "microseconds") -> str | None:
+    """UTC with a Z; `timespec="auto"` writes microseconds only when there are some (DRF's form)."""
     if moment is None:
         return None
     # isoformat, not strftime("%Y"): glibc writes year 1 as "1", and RFC 3339 needs four digits.
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").removesuffix("+00:00") + "Z"
+    return moment.astimezone(UTC).isoformat(timespec=timespec).removesuffix("+00:00") + "Z"
 
 
 def encoded_size(value: Any) -> int:

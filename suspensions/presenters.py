@@ -8,7 +8,6 @@ instances and small dataclasses; nothing here touches the database.
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from . import digests
@@ -90,20 +89,14 @@ def run_body(run: Run) -> dict[str, Any]:
         "revision": None if run.revision is None else int(run.revision),
         "error": _text(run.error),
         "last_reason": _text(run.last_reason),
-        "created_at": _field_time(run.created_at),
-        "updated_at": _field_time(run.updated_at),
+        "created_at": digests.rfc3339(run.created_at, "auto"),
+        "updated_at": digests.rfc3339(run.updated_at, "auto"),
         "suspension_id": _text(getattr(run, "live_suspension_id", None)),
     }
 
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _field_time(moment: datetime | None) -> str | None:
-    if not moment:
-        return None
-    return moment.astimezone(UTC).isoformat().removesuffix("+00:00") + "Z"
 
 
 def suspension_body(s: Suspension) -> dict[str, Any]:
