@@ -7,11 +7,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db import connection
 from django.db.models import Q
 from django.db.models.functions import Now
 
-from . import digests, fixedsql
+from . import digests
 from .models import ApiToken
 
 TOKEN_PREFIX = "sus_"
@@ -65,30 +64,16 @@ class LiveToken:
         return self.id
 
 
-# One indexed SELECT (token_hash is unique) of the columns a request needs, no model instance; the
-# database clock decides expiry, as in the ORM query below (Django's Now() is STATEMENT_TIMESTAMP()).
-LIVE_TOKEN_SQL = (
-    f"SELECT id, name, scope, roles, user_id, last_used_at FROM {ApiToken._meta.db_table}"
-    " WHERE token_hash = %s AND NOT revoked AND (expires_at IS NULL OR expires_at > STATEMENT_TIMESTAMP())"
-)
 LIVE_TOKEN_COLUMNS = ("id", "name", "scope", "roles", "user_id", "last_used_at")
 
 
 def live_token(token_hash: str) -> LiveToken | None:
     """The unrevoked, unexpired token with this hash, read on every request (a revocation counts at once).
 
-    PostgreSQL runs the fixed statement above; other databases (the embedded
-    SQLite) the same query through the ORM.
+    One indexed SELECT (token_hash is unique) of the columns a request needs,
+    no model instance; the database clock decides expiry (Now() is
+    STATEMENT_TIMESTAMP()).
     """
-    return live_token_sql(token_hash) if connection.vendor == "postgresql" else live_token_orm(token_hash)
-
-
-def live_token_sql(token_hash: str) -> LiveToken | None:
-    row = fixedsql.execute(LIVE_TOKEN_SQL, [token_hash]).fetchone()
-    return LiveToken(*row) if row is not None else None
-
-
-def live_token_orm(token_hash: str) -> LiveToken | None:
     live = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
     query = ApiToken.objects.filter(live, token_hash=token_hash, revoked=False)
     row = query.values_list(*LIVE_TOKEN_COLUMNS).first()

@@ -56,9 +56,6 @@ MIDDLEWARE = [
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
-    # Below the ones every answer needs: an engine's plain writes are served here, with the hooks of the
-    # middlewares below that act on them; any other request goes on down (suspensions/api/shortcut.py).
-    "suspensions.api.shortcut.LaneShortcut",
     "django.middleware.security.SecurityMiddleware",
     # Serves /static/ from STATIC_ROOT (collectstatic) in the web process itself, before sessions or auth.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -108,12 +105,10 @@ else:
     if _pool_max < _pool_min:
         raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
     DATABASES["default"]["OPTIONS"] = {
-        # Django turns psycopg's prepared statements off (None) unless this is set, and then psycopg
-        # ignores the preparation the hot path's fixed statements ask for (suspensions/fixedsql.py).
-        # A threshold no statement reaches keeps psycopg from preparing anything else on its own.
-        # DB_PREPARED_STATEMENTS=0 for a pooler that cannot carry them (PgBouncer in transaction
-        # mode before 1.21): PostgreSQL then parses and plans every statement again.
-        "prepare_threshold": 2**31 - 1 if env.bool("DB_PREPARED_STATEMENTS", default=True) else None,
+        # Server-side prepared statements only when the operator opts in (DB_PREPARED_STATEMENTS=1):
+        # PgBouncer in transaction mode (Debian's 1.18) cannot carry them (DESIGN §19). With them on,
+        # psycopg prepares a statement the fifth time a connection runs it (its default threshold).
+        "prepare_threshold": 5 if env.bool("DB_PREPARED_STATEMENTS", default=False) else None,
         "pool": {
             "min_size": _pool_min,
             "max_size": _pool_max,
@@ -121,10 +116,6 @@ else:
         },
     }
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    # Django's backend with one change: the pool's health check costs no round trip while the
-    # connection's socket is quiet (suspensions/postgresql/base.py).
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        DATABASES["default"]["ENGINE"] = "suspensions.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Sign-in failure counts and API throttles. LocMem counts per process; with
@@ -160,10 +151,6 @@ API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="") or None
 # DRF parses the rate on every throttled request: a bad one would make every API call a 500.
 if API_THROTTLE_RATE and not re.fullmatch(r"[1-9][0-9]*/[smhd][a-z]*", API_THROTTLE_RATE):
     raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 100/min (s, min, hour, day): {API_THROTTLE_RATE!r}")
-
-# An engine's plain writes (register, pause, resume, decide, start, complete) skip DRF's request
-# machinery and run the same views directly (suspensions/api/lane.py); 0 sends every request through DRF.
-API_PLAIN_LANE = env.bool("API_PLAIN_LANE", default=True)
 
 SUSPENSION_TTL_SECONDS = env_int("SUSPENSION_TTL_SECONDS", default=86400, minimum=0)
 SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", default=60, minimum=1)

@@ -79,9 +79,9 @@ class ScopedAdmin(admin.ModelAdmin):
     ) -> tuple[QuerySet[Any], bool]:
         """A full UUID, with or without hyphens, also matches every UUID column of the model exactly.
 
-        Django casts the column to text for an `id__exact` search, and the
-        text differs by database (32 hex digits on SQLite, hyphenated on
-        PostgreSQL): comparing UUID values finds the row on both.
+        Django casts the column to text for an `id__exact` search, which
+        matches only the hyphenated spelling: comparing UUID values finds the
+        row however it was typed (32 hex digits, braces, upper case).
         """
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         try:

@@ -16,8 +16,6 @@ from .errors import BEARER_CHALLENGE
 # last_used_at is a hint for humans; writing it on every request would turn
 # every read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-# The attribute of a Django request that holds what the plain lane's token read found.
-LANE_READ = "bearer_read_by_lane"
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -31,12 +29,6 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[Principal, LiveToken] | None:
-        # A request the plain lane handed to DRF was read once already (api/lane.py): the same answer, no second read.
-        found = getattr(getattr(request, "_request", request), LANE_READ, None)
-        if found is not None:
-            if isinstance(found, exceptions.AuthenticationFailed):
-                raise found
-            return found  # type: ignore[no-any-return]
         return self.read(request)
 
     def read(self, request: Request | HttpRequest) -> tuple[Principal, LiveToken] | None:

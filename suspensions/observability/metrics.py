@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, ParamSpec, TypeVar, get_args
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.db.models.functions import Now
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -257,8 +257,6 @@ def _webhook_backlog() -> int:
     from ..models import MessageStatus, WebhookMessage
 
     pending = WebhookMessage.objects.filter(status=MessageStatus.PENDING)
-    if connection.vendor != "postgresql":
-        return pending.count()
     walked = pending.order_by("next_attempt_at").values("id")[: EXACT_UP_TO + 1].count()
     if walked <= EXACT_UP_TO:
         return walked
@@ -278,8 +276,6 @@ def _live_pauses(reason: str) -> int:
     from ..models import Suspension
 
     pauses = Suspension.objects.filter(reason=reason)
-    if connection.vendor != "postgresql":
-        return pauses.count()  # the embedded SQLite default holds small numbers
     walked = pauses.order_by("deadline", "id").values("id")[: EXACT_UP_TO + 1].count()
     if walked <= EXACT_UP_TO:
         return walked

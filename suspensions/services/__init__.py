@@ -1,13 +1,13 @@
 """Every state change of DESIGN §3: one function per transition (STYLE rule 1), by theme.
 
-claims.py   the run lock, the clock, the event writer (claims_sql.py: their SQL)
-claiming.py the one claim sequence of every claiming door (T4)
-attempts.py a fresh transition as one guarded statement, else under the lock (attempt_reads.py: its one read)
+claims.py   the run lock, the fenced move, the event writer (the clock: suspensions/clock.py)
+claiming.py the one claim path every door goes through (`through(door)`): lock, actor, current-or-replay, checks, writes
 runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
 resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
 approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits (DESIGN §9)
-sweep.py    T9 expiry (its set-based SQL in sweep_sql.py)
+sweep.py    T9 expiry, the batch form of the claim path
+sql.py      the hand-written SQL, in one place (the sweep's, the fan-out's hold, a delivery's claim)
 closure.py  T10 closure
 outbox.py   announced events (wakeups.py: the fan-out's coalesced wake-ups), delivery.py
 webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the module itself
@@ -15,8 +15,9 @@ webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the modul
 Wire shapes are rendered in suspensions/presenters.py, never here.
 """
 
+from ..clock import db_now  # noqa: F401
 from .approvals import Decision, Denied, Voted, approve, decide, deny_approval, respond  # noqa: F401
-from .claims import Claimed, Version, db_now, suspension_digest_of  # noqa: F401
+from .claims import Claimed, Version, suspension_digest_of  # noqa: F401
 from .closure import Closed, ClosureRequest, close_run, closure_of  # noqa: F401
 from .flows import Envelope, ParkedWait, park_flow_wait, resume_flow_wait  # noqa: F401
 from .resumes import admit_reply, resume_run, start_admission  # noqa: F401

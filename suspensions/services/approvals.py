@@ -27,7 +27,9 @@ from ..exceptions import (
     VoteMismatch,
 )
 from ..models import (
+    Admission,
     AdmissionSource,
+    AdmissionState,
     Approval,
     ApprovalStatus,
     ApprovalVote,
@@ -38,16 +40,14 @@ from ..models import (
 from ..models import Run as RunModel
 from ..observability import metrics
 from ..principals import Principal
-from . import attempt_reads, attempts, claims_sql
-from .claiming import admit, check_reason, claim, earlier_claim, is_current, replay_or_conflict
+from .claiming import AdmissionDoor, Door, admit, check_reason, claimed_before, is_current, replay_or_conflict, through
 from .claims import (
     Claimed,
+    Locked,
     Version,
+    advance,
     check_deadline,
     event,
-    lock_run,
-    move,
-    require,
     resolve_approval,
     write_events,
 )
@@ -87,15 +87,11 @@ def _check_version(suspension_id: UUID | str, version: Version) -> None:
         )
 
 
-def _record(run: RunModel, version: Version, ahead: attempt_reads.VoteRead | None = None) -> Approval:
-    """The approval record of the pause the version names: as an attempt's read found it, else read now."""
-    record: Approval | None = (
-        ahead.record
-        if ahead is not None
-        else claims_sql.first(Approval, suspension_id=version.suspension_id, run_id=run.id)
-    )
+def record_of(t: Locked, version: Version) -> Approval:
+    """The approval record of the pause the version names."""
+    record = Approval.objects.filter(suspension_id=version.suspension_id, run_id=t.run.id).first()
     if record is None:
-        raise NotSuspended(f"run {run.id} has no approval {version.suspension_id}")
+        raise NotSuspended(f"run {t.run.id} has no approval {version.suspension_id}")
     return record
 
 
@@ -128,16 +124,121 @@ def _approval_input(calls: list[dict[str, Any]], note: str, approvers: Sequence[
     return digests.canonical(body).decode()
 
 
-def _replay_vote(principal: Principal, run: RunModel, live: Suspension | None, version: Version, digest: str) -> Any:
-    """The approval is no longer open at this version: the same person's identical vote again is a replay."""
-    own = ApprovalVote.objects.filter(suspension_id=version.suspension_id, voter_key=principal.person).first()
-    existing = earlier_claim(run, live, version)  # 409 for a stale version with nothing to replay
-    if existing is None:
-        raise NotSuspended(f"pause {version.suspension_id} was already decided")
-    if own is not None and own.digest == digest:
-        return Claimed(run=run, admission=existing, fresh=False)
-    replay_or_conflict(run, existing, digest)  # a vote digest never equals a request digest: raises
-    raise AssertionError("replay_or_conflict raised")
+class DecideDoor(Door[Any]):
+    """What the approver's doors share: the approver role and the reason matrix's `decide` row."""
+
+    role = Role.APPROVER
+    version: Version
+
+    def admits(self, t: Locked) -> None:
+        super().admits(t)
+        check_reason(t, self.version, "decide")
+
+
+@dataclass
+class Vote(DecideDoor):
+    """A vote to approve, with the approver's edits; the vote that reaches the quorum admits the run (T4).
+
+    Step 3: a version that is no longer current replays the same person's
+    identical vote, else the loser's 409; a current one is checked for its
+    deadline and duties, and the same person's vote again replays (202) or
+    is vote_mismatch. Step 4: a later vote must approve the first vote's calls.
+    """
+
+    version: Version
+    note: str
+    edits: list[dict[str, Any]] | None
+    record: Approval | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    votes: list[ApprovalVote] = field(default_factory=list)
+
+    def earlier(self, t: Locked) -> Claimed | Voted | None:
+        if not is_current(t, self.version):
+            return self.replayed(t)
+        assert t.live is not None
+        check_deadline(t.live, t.now)
+        self.record = record_of(t, self.version)
+        check_duties(t.principal, self.record)
+        self.calls = policies.final_calls(json.loads(t.live.pending), self.edits)
+        self.votes = list(ApprovalVote.objects.filter(suspension_id=t.live.id).order_by("cast_at", "id"))
+        mine = next((v for v in self.votes if v.voter_key == t.principal.person), None)
+        if mine is None:
+            return None
+        if mine.digest != _vote_digest(self.calls, self.note):
+            raise VoteMismatch("you already voted on this approval, with other calls or another note")
+        voters = [v.voter for v in self.votes]
+        return Voted(run=t.run, suspension_id=t.live.id, quorum=self.record.quorum, voters=voters, fresh=False)
+
+    def replayed(self, t: Locked) -> Claimed:
+        """The approval is no longer open at this version: the same person's identical vote again is a replay."""
+        record = Approval.objects.filter(pk=self.version.suspension_id, run_id=t.run.id).first()
+        calls = policies.final_calls(json.loads(record.pending), self.edits) if record is not None else []
+        own = ApprovalVote.objects.filter(suspension_id=self.version.suspension_id, voter_key=t.principal.person)
+        existing = claimed_before(t, self.version)  # 409 for a stale version with nothing to replay
+        mine = own.first()
+        if mine is not None and mine.digest == _vote_digest(calls, self.note):
+            return Claimed(run=t.run, admission=existing, fresh=False)
+        replay_or_conflict(t, existing, _vote_digest(calls, self.note))  # a vote digest is no request digest: raises
+        raise AssertionError("replay_or_conflict raised")
+
+    def check(self, t: Locked) -> None:
+        if not self.votes:
+            return
+        first = json.loads(self.votes[0].calls)
+        if policies.calls_value(first) != policies.calls_value(self.calls):
+            raise VoteMismatch(
+                "a vote must approve exactly the calls of the first vote", first_voter=self.votes[0].voter
+            )
+        self.calls = first  # the same values: the first vote's text is the one admitted
+
+    def write(self, t: Locked) -> Claimed | Voted:
+        assert t.live is not None and self.record is not None
+        calls_text = digests.canonical(self.calls).decode()
+        vote = ApprovalVote(
+            suspension_id=t.live.id,
+            run_id=t.run.id,
+            voter=t.principal.name,
+            voter_key=t.principal.person,
+            calls=calls_text,
+            note=self.note,
+            digest=_vote_digest(self.calls, self.note),
+            cast_at=t.now,
+        )
+        vote.stamp_scope(t.run.scope)
+        vote.save(force_insert=True)
+        voters = [v.voter for v in self.votes] + [t.principal.name]
+        voted = event(
+            t.run,
+            "voted",
+            t.principal.name,
+            t.now,
+            suspension_id=str(t.live.id),
+            votes=len(voters),
+            quorum=self.record.quorum,
+        )
+        if edited := [c["id"] for c in self.calls if c["edited"]]:
+            voted.data["edited"] = edited
+        if len(voters) < self.record.quorum:
+            write_events(voted)
+            return Voted(run=t.run, suspension_id=t.live.id, quorum=self.record.quorum, voters=voters)
+        return self.approved(t, voters, voted if self.record.quorum > 1 else None, calls_text)
+
+    def approved(self, t: Locked, voters: list[str], voted: Any, calls_text: str) -> Claimed:
+        """The deciding vote: T4 with every call's final arguments as the input, the approval resolved."""
+        assert t.live is not None
+        input_text = _approval_input(self.calls, self.note, voters)
+        digest = digests.request_digest(scope=t.run.scope, version=self.version.as_dict(), input=input_text)
+        admission, admitted = admit(
+            t,
+            version=self.version,
+            source=AdmissionSource.APPROVAL,
+            input_text=input_text,
+            request_digest=digest,
+            state=AdmissionState.ADMITTED,
+        )
+        resolve_approval(t.live.id, ApprovalStatus.APPROVED, t.now, t.principal.name, self.note, final_calls=calls_text)
+        write_events(*([voted] if voted is not None else []), admitted)
+        return Claimed(run=t.run, admission=admission, fresh=True)
 
 
 @metrics.counted_claim("approval")
@@ -151,94 +252,42 @@ def approve(
 ) -> Claimed | Voted:
     """A vote to approve, with the approver's edits; at the quorum, T4 with the final calls as input.
 
-    The vote that reaches the quorum is one guarded statement, or under the
-    run lock (attempts.attempted); a vote short of it takes the lock.
-    Refusals, all before the first write: the pause must be an approval
-    (403), open at this version (409; the same person's identical vote again
-    replays: 200, or 202 while short of the quorum), before its deadline
-    (410); separation of duties (403); edits (400, 403 not_editable, 422
-    arguments_invalid); a vote on other calls than the first vote's, or the
-    same person voting differently (409 vote_mismatch).
+    Locks the run. Refusals, all before the first write: the pause must be
+    an approval (403), open at this version (409; the same person's
+    identical vote again replays: 200, or 202 while short of the quorum),
+    before its deadline (410); separation of duties (403); edits (400, 403
+    not_editable, 422 arguments_invalid); a vote on other calls than the
+    first vote's, or the same person voting differently (409 vote_mismatch).
     """
     _check_version(suspension_id, version)
+    door = Vote(version=version, note=note, edits=edits)
+    return through(door, principal=principal, run_id=version.run_id)  # type: ignore[no-any-return]
 
-    def vote() -> Claimed | Voted:
-        ahead = attempt_reads.vote_read(principal, version.run_id, version.suspension_id)  # an attempt's one read
-        run, live, now = (ahead.run, ahead.live, ahead.now) if ahead else lock_run(principal, version.run_id)
-        require(principal, Role.APPROVER, run.scope)
-        check_reason(live, version, "decide")
-        if not is_current(run, live, version) or live is None:
-            record = Approval.objects.filter(pk=version.suspension_id, run_id=run.id).first()
-            calls = policies.final_calls(json.loads(record.pending), edits) if record is not None else []
-            return _replay_vote(  # type: ignore[no-any-return]
-                principal, run, live, version, _vote_digest(calls, note)
-            )
-        check_deadline(live, now)
-        record = _record(run, version, ahead)
-        check_duties(principal, record)
-        calls = policies.final_calls(json.loads(live.pending), edits)
-        digest = _vote_digest(calls, note)
-        votes: list[ApprovalVote] = (
-            ahead.votes if ahead else claims_sql.select(ApprovalVote, order=("cast_at", "id"), suspension_id=live.id)
-        )
-        mine = next((v for v in votes if v.voter_key == principal.person), None)
-        if mine is not None:
-            if mine.digest != digest:
-                raise VoteMismatch("you already voted on this approval, with other calls or another note")
-            return Voted(
-                run=run, suspension_id=live.id, quorum=record.quorum, voters=[v.voter for v in votes], fresh=False
-            )
-        if votes:
-            first = json.loads(votes[0].calls)
-            if policies.calls_value(first) != policies.calls_value(calls):
-                raise VoteMismatch(
-                    "a vote must approve exactly the calls of the first vote", first_voter=votes[0].voter
-                )
-            calls = first  # the same values: the first vote's text is the one admitted
-        calls_text = digests.canonical(calls).decode()
-        vote = ApprovalVote(
-            suspension_id=live.id,
-            run_id=run.id,
-            voter=principal.name,
-            voter_key=principal.person,
-            calls=calls_text,
-            note=note,
-            digest=digest,
-            cast_at=now,
-        )
-        vote.stamp_scope(run.scope)
-        claims_sql.insert([vote])
-        voters = [v.voter for v in votes] + [principal.name]
-        edited = [c["id"] for c in calls if c["edited"]]
-        voted = event(
-            run, "voted", principal.name, now, suspension_id=str(live.id), votes=len(voters), quorum=record.quorum
-        )
-        if edited:
-            voted.data["edited"] = edited
-        if len(voters) < record.quorum:
-            # A vote short of the quorum moves no revision: a guard on the run would not see another vote
-            # cast meanwhile (which could have made this one the last), so it is counted under the lock.
-            attempts.lock_answers()
-            write_events(voted)
-            return Voted(run=run, suspension_id=live.id, quorum=record.quorum, voters=voters)
-        input_text = _approval_input(calls, note, voters)
-        request_digest = digests.request_digest(scope=run.scope, version=version.as_dict(), input=input_text)
-        c = admit(
-            principal=principal,
-            run=run,
-            live=live,
-            now=now,
-            version=version,
-            source=AdmissionSource.APPROVAL,
-            input_text=input_text,
-            request_digest=request_digest,
-        )
-        resolve_approval(live.id, ApprovalStatus.APPROVED, now, principal.name, note, final_calls=calls_text)
-        assert c.admitted is not None
-        write_events(*([voted] if record.quorum > 1 else []), c.admitted)
-        return Claimed(run=c.run, admission=c.admission, fresh=True)
 
-    return attempts.attempted(vote)
+@dataclass
+class Respond(AdmissionDoor[Claimed]):
+    """T4 with the approver's words as input instead of the tools; ends the approval whatever its quorum."""
+
+    version: Version
+    input_text: str
+    response: str
+    role = Role.APPROVER
+    door = "decide"
+
+    def replayed(self, t: Locked, existing: Admission) -> Claimed:
+        return Claimed(run=t.run, admission=existing, fresh=False)
+
+    def check(self, t: Locked) -> None:
+        super().check(t)
+        assert t.live is not None
+        check_duties(t.principal, Approval.objects.get(pk=t.live.id))
+
+    def write(self, t: Locked) -> Claimed:
+        assert t.live is not None
+        admission, admitted = self.admit(t, AdmissionSource.APPROVAL)
+        resolve_approval(t.live.id, ApprovalStatus.RESPONDED, t.now, t.principal.name, response=self.response)
+        write_events(admitted, announce={"decision": "respond"})
+        return Claimed(run=t.run, admission=admission)
 
 
 @metrics.counted_claim("respond")
@@ -252,26 +301,41 @@ def respond(*, principal: Principal, suspension_id: UUID | str, version: Version
     if not response.strip():
         raise InvalidRequest("a response needs words", errors={"response": ["A response needs words."]})
     input_text = digests.canonical({"decision": "respond", "response": response, "approver": principal.name}).decode()
+    door = Respond(version=version, input_text=input_text, response=response)
+    return through(door, principal=principal, run_id=version.run_id)
 
-    def duties(live: Suspension) -> None:
-        check_duties(principal, Approval.objects.get(pk=live.id))
 
-    with claims_sql.transition():
-        c = claim(
-            principal=principal,
-            run_id=version.run_id,
-            version=version,
-            role=Role.APPROVER,
-            door="decide",
-            source=AdmissionSource.APPROVAL,
-            input_of=lambda live, existing: input_text,
-            check=duties,
-        )
-        if c.fresh:
-            assert c.live is not None and c.admitted is not None
-            resolve_approval(c.live.id, ApprovalStatus.RESPONDED, c.now, principal.name, response=response)
-            write_events(c.admitted, announce={"decision": "respond"})
-    return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
+@dataclass
+class Deny(DecideDoor):
+    """T6: the run fails with `rejected: <reason>`, the pause is deleted, the approval resolved."""
+
+    version: Version
+    reason: str
+
+    def earlier(self, t: Locked) -> Denied | None:
+        if is_current(t, self.version):
+            return None
+        prior = Approval.objects.filter(
+            suspension_id=self.version.suspension_id, run_id=t.run.id, status=ApprovalStatus.DENIED
+        ).first()
+        if prior is not None and prior.decided_by == t.principal.name and prior.note == self.reason:
+            return Denied(run=t.run, suspension_id=self.version.suspension_id, reason=self.reason, fresh=False)
+        claimed_before(t, self.version)  # raises the loser's refusal when nothing claimed it
+        raise NotSuspended(f"pause {self.version.suspension_id} was already decided")
+
+    def check(self, t: Locked) -> None:
+        assert t.live is not None
+        check_deadline(t.live, t.now)
+        check_duties(t.principal, record_of(t, self.version))
+
+    def write(self, t: Locked) -> Denied:
+        live, actor = t.live, t.principal.name
+        assert live is not None
+        Suspension.objects.filter(pk=live.pk).delete()
+        resolve_approval(live.id, ApprovalStatus.DENIED, t.now, actor, self.reason)
+        advance(t.run, RunState.FAILED, t.now, error=f"rejected: {self.reason}")
+        write_events(event(t.run, "denied", actor, t.now, suspension_id=str(live.id), reason=self.reason))
+        return Denied(run=t.run, suspension_id=live.id, reason=self.reason)
 
 
 @metrics.counted_claim("deny")
@@ -282,26 +346,7 @@ def deny_approval(*, principal: Principal, suspension_id: UUID | str, version: V
     approver's identical denial again is a replay (fresh=False).
     """
     _check_version(suspension_id, version)
-    with claims_sql.transition():
-        run, live, now = lock_run(principal, version.run_id)
-        require(principal, Role.APPROVER, run.scope)
-        check_reason(live, version, "decide")
-        if not is_current(run, live, version):
-            prior = Approval.objects.filter(
-                suspension_id=version.suspension_id, run_id=run.id, status=ApprovalStatus.DENIED
-            ).first()
-            if prior is not None and prior.decided_by == principal.name and prior.note == reason:
-                return Denied(run=run, suspension_id=version.suspension_id, reason=reason, fresh=False)
-            earlier_claim(run, live, version)  # raises the loser's refusal
-            raise NotSuspended(f"pause {version.suspension_id} was already decided")
-        assert live is not None
-        check_deadline(live, now)
-        check_duties(principal, _record(run, version))
-        Suspension.objects.filter(pk=live.pk).delete()
-        resolve_approval(live.id, ApprovalStatus.DENIED, now, principal.name, reason)
-        move(run, RunState.FAILED, now, error=f"rejected: {reason}")
-        write_events(event(run, "denied", principal.name, now, suspension_id=str(live.id), reason=reason))
-    return Denied(run=run, suspension_id=live.id, reason=reason)
+    return through(Deny(version=version, reason=reason), principal=principal, run_id=version.run_id)  # type: ignore[no-any-return]
 
 
 def decide(

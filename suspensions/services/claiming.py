@@ -1,18 +1,31 @@
-"""The one claim sequence of every claiming door (T4: one-shot, approval, agent reply, dispatch).
+"""The one claim path: every transition of an existing run goes through `through(door)` (DESIGN §3, §19).
 
-It locks the run and checks, in this order, the role, the reason for the
-door (DESIGN §4), whether the version may be claimed now or names an
-earlier claim (a replay, or one of the 409s: docs/decisions.md, "Which
-409"), the deadline and the door's own check; then it writes: the run
-moves to `running` and the admission row is inserted. The lock contract
-and the shared parts (the lock, the clock, the event writer) are in
-claims.py.
+The sequence, in this order, for every door (one-shot resume, approve and
+its votes, respond, deny, agent reply, dispatch, start, suspend, complete,
+fail, cancel, closure):
+
+1. lock the run, its live pause and the clock (`claims.lock_run`);
+2. check the actor (`door.admits`): the role in the run's scope and, for a
+   claiming door, the reason it may answer (DESIGN §4);
+3. current or replay (`door.earlier`): a request for what the run is now
+   goes on (None); the same request as an earlier one gets that one's answer
+   again (a replay); anything else is refused (409, 410);
+4. the door's own refusals (`door.check`): deadline, duties, bounds;
+5. the writes (`door.write`): the fenced move (`claims.advance`), the rows,
+   the events and their outbox rows (`claims.write_events`).
+
+Every refusal is raised before the first write, so a refused request leaves
+no trace. A door is a small object holding its request; its methods are the
+steps. The sweep (T9) is the one batch form of the same sequence:
+services/sweep.py locks runs `SKIP LOCKED`, re-reads them, keeps the rows
+still current, and writes each batch set-based. A register (T1) has no run
+to lock: runs.register_run inserts it.
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+from typing import Generic, TypeVar
 from uuid import UUID
+
+from django.db import transaction
 
 from .. import digests
 from ..exceptions import (
@@ -25,10 +38,11 @@ from ..exceptions import (
     VersionConflict,
     WrongGate,
 )
-from ..models import Admission, AdmissionState, Event, Reason, Run, RunState, Suspension
+from ..models import Admission, AdmissionState, Event, Reason, RunState
 from ..principals import Principal
-from . import attempts, claims_sql
-from .claims import Version, check_deadline, event, lock_run, move, require, suspension_digest_of
+from .claims import Locked, Version, advance, check_deadline, event, lock_run, require, suspension_digest_of
+
+A = TypeVar("A")
 
 # DESIGN §4: who may answer which reason, by door. The dispatch door has no row:
 # a flow wait's nonce and decision token are its gate.
@@ -42,19 +56,61 @@ REFUSALS: dict[tuple[str, str], type[Exception]] = {
 }
 
 
-def check_reason(suspension: Suspension | None, version: Version, door: str) -> None:
+class Door(Generic[A]):
+    """One transition's own steps; `through` runs them in the one order. Subclasses hold the request."""
+
+    role: str
+
+    def begin(self) -> None:
+        """Before the lock, inside the transaction (closure: its lock and statement timeouts)."""
+
+    def admits(self, t: Locked) -> None:
+        """Step 2, the actor: the role in the run's scope."""
+        require(t.principal, self.role, t.run.scope)
+
+    def earlier(self, t: Locked) -> A | None:
+        """Step 3: None when the request is for what the run is now; a replay's answer; or raise the refusal."""
+        return None
+
+    def check(self, t: Locked) -> None:
+        """Step 4: the door's own refusals."""
+
+    def write(self, t: Locked) -> A:
+        """Step 5: the writes, the events and their outbox rows."""
+        raise NotImplementedError
+
+
+def through(door: Door[A], *, principal: Principal, run_id: UUID | str) -> A:
+    """The one claim path: lock, actor, current-or-replay, checks, writes, in one transaction."""
+    with transaction.atomic():
+        door.begin()
+        t = lock_run(principal, run_id)
+        door.admits(t)
+        replay = door.earlier(t)
+        if replay is not None:
+            return replay
+        door.check(t)
+        return door.write(t)
+
+
+# -- what the claiming doors share ---------------------------------------------------------------
+
+
+def check_reason(t: Locked, version: Version, door: str) -> None:
     """DESIGN §4 for the pause the version names: the run's own doors refuse a flow wait too."""
-    if suspension is None or suspension.id != version.suspension_id:
+    live = t.live
+    if live is None or live.id != version.suspension_id:
         return
-    if suspension.correlation_id:
+    if live.correlation_id:
         raise WrongGate("this wait is resumed only by its correlation id, through the dispatch door")
-    refusal = REFUSALS.get((suspension.reason, door))
+    refusal = REFUSALS.get((live.reason, door))
     if refusal is not None:
         raise refusal()
 
 
-def is_current(run: Run, live: Suspension | None, version: Version) -> bool:
+def is_current(t: Locked, version: Version) -> bool:
     """The version names the run's live pause at its current revision: it may be claimed now."""
+    run, live = t.run, t.live
     return (
         run.state == RunState.PAUSED
         and live is not None
@@ -63,14 +119,12 @@ def is_current(run: Run, live: Suspension | None, version: Version) -> bool:
     )
 
 
-def earlier_claim(run: Run, live: Suspension | None, version: Version) -> Admission | None:
-    """None when the version may be claimed now; the admission that already claimed it; or the loser's 409.
+def claimed_before(t: Locked, version: Version) -> Admission:
+    """For a version that is not current: the admission that claimed its pause, or the loser's 409.
 
     A claim against a pause that was already replaced (ABA) is a version conflict.
     """
-    if is_current(run, live, version):
-        return None
-    attempts.lock_answers()  # an attempt answers a fresh claim only
+    run, live = t.run, t.live
     existing = Admission.objects.filter(run_id=run.id, suspension_id=version.suspension_id).first()
     if existing is not None:
         return existing
@@ -82,123 +136,91 @@ def earlier_claim(run: Run, live: Suspension | None, version: Version) -> Admiss
     raise NotSuspended(f"run {run.id} is {run.state}, not paused on {version.suspension_id}")
 
 
-def replay_or_conflict(run: Run, existing: Admission, request_digest: str) -> None:
+def replay_or_conflict(t: Locked, existing: Admission, request_digest: str) -> None:
     """Raise unless `existing` is the identical request (then the caller replays it)."""
     if existing.request_digest == request_digest:
         return
-    if run.revision == existing.claimed_revision:
+    if t.run.revision == existing.claimed_revision:
         raise AdmissionConflict(
             "this pause was already claimed by a different request",
             request_digest=request_digest,
             admitted_digest=existing.request_digest,
         )
-    raise VersionConflict(f"the pause was claimed and run {run.id} has moved on to revision {run.revision}")
-
-
-@dataclass
-class Claim:
-    """The outcome of `claim`: the locked run, its live pause and the clock; a fresh or replayed admission."""
-
-    run: Run
-    live: Suspension | None
-    now: datetime
-    admission: Admission
-    fresh: bool
-    admitted: Event | None = None  # the unsaved event of a fresh claim
-
-
-# The input a claim binds, given the live pause and the admission that already claimed it (if any).
-InputOf = Callable[[Suspension | None, Admission | None], str]
-
-
-def claim(
-    *,
-    principal: Principal,
-    run_id: UUID | str,
-    version: Version,
-    role: str,
-    door: str | None,
-    source: str,
-    input_of: InputOf,
-    state: str = AdmissionState.ADMITTED,
-    check: Callable[[Suspension], None] | None = None,
-) -> Claim:
-    """T4, the one claim sequence of every claiming door (one-shot, approval, agent reply, dispatch).
-
-    Call inside `transaction.atomic()`. Locks the run, checks the role in its
-    scope and the reason for `door` (None: the dispatch door, gated before),
-    then: the identical request again returns the original admission with
-    fresh=False; a different one is 409; otherwise the deadline (410) and
-    `check(live)` run, the run moves to `running` (rev + 1) and the admission
-    row is written. The caller saves `admitted` with the events it adds.
-    """
-    run, live, now = lock_run(principal, run_id)
-    require(principal, role, run.scope)
-    if door is not None:
-        check_reason(live, version, door)
-    existing = earlier_claim(run, live, version)
-    input_text = input_of(live, existing)
-    request_digest = digests.request_digest(scope=run.scope, version=version.as_dict(), input=input_text)
-    if existing is not None:
-        replay_or_conflict(run, existing, request_digest)
-        return Claim(run=run, live=live, now=now, admission=existing, fresh=False)
-    assert live is not None
-    check_deadline(live, now)
-    if check is not None:
-        check(live)
-    return admit(
-        principal=principal,
-        run=run,
-        live=live,
-        now=now,
-        version=version,
-        source=source,
-        input_text=input_text,
-        request_digest=request_digest,
-        state=state,
-    )
+    raise VersionConflict(f"the pause was claimed and run {t.run.id} has moved on to revision {t.run.revision}")
 
 
 def admit(
-    *,
-    principal: Principal,
-    run: Run,
-    live: Suspension,
-    now: datetime,
-    version: Version,
-    source: str,
-    input_text: str,
-    request_digest: str,
-    state: str = AdmissionState.ADMITTED,
-) -> Claim:
-    """T4's writes, after every check passed under the run lock: the run moves to `running`, the admission row.
-
-    Returns the fresh Claim with its unsaved `admitted` event.
-    """
-    move(run, RunState.RUNNING, now)
+    t: Locked, *, version: Version, source: str, input_text: str, request_digest: str, state: str
+) -> tuple[Admission, Event]:
+    """T4's writes once every check passed: the run moves to `running`, the admission row; its unsaved event."""
+    live = t.live
+    assert live is not None
+    suspension_digest = suspension_digest_of(live)
+    advance(t.run, RunState.RUNNING, t.now)
     admission = Admission(
-        run_id=run.id,
+        run_id=t.run.id,
         suspension_id=live.id,
         source=source,
         state=state,
         input=input_text,
         request_digest=request_digest,
-        suspension_digest=suspension_digest_of(live),
+        suspension_digest=suspension_digest,
         version_revision=version.run_revision,
-        claimed_revision=run.revision,
-        actor=principal.name,
-        admitted_at=now,
+        claimed_revision=t.run.revision,
+        actor=t.principal.name,
+        admitted_at=t.now,
     )
-    admission.stamp_scope(run.scope)
-    claims_sql.insert([admission])
+    admission.stamp_scope(t.run.scope)
+    admission.save(force_insert=True)
     admitted = event(
-        run,
+        t.run,
         "admitted",
-        principal.name,
-        now,
+        t.principal.name,
+        t.now,
         suspension_id=str(live.id),
         admission_id=str(admission.id),
         source=source,
         request_digest=request_digest,
     )
-    return Claim(run=run, live=live, now=now, admission=admission, fresh=True, admitted=admitted)
+    return admission, admitted
+
+
+class AdmissionDoor(Door[A]):
+    """A door that claims a pause by its version with an input (T4): one-shot, agent reply, dispatch, respond.
+
+    Step 3 is the same for all: the current version goes on; otherwise the
+    admission that claimed it is replayed for the identical request (its
+    request digest), and anything else is the loser's 409.
+    """
+
+    door: str | None  # the row of the reason matrix; None: the dispatch door, gated before the lock
+    version: Version
+    input_text: str
+
+    def admits(self, t: Locked) -> None:
+        super().admits(t)
+        if self.door is not None:
+            check_reason(t, self.version, self.door)
+
+    def request_digest(self, t: Locked) -> str:
+        return digests.request_digest(scope=t.run.scope, version=self.version.as_dict(), input=self.input_text)
+
+    def earlier(self, t: Locked) -> A | None:
+        if is_current(t, self.version):
+            return None
+        existing = claimed_before(t, self.version)
+        replay_or_conflict(t, existing, self.request_digest(t))
+        return self.replayed(t, existing)
+
+    def replayed(self, t: Locked, existing: Admission) -> A:
+        raise NotImplementedError
+
+    def check(self, t: Locked) -> None:
+        assert t.live is not None
+        check_deadline(t.live, t.now)
+
+    def admit(self, t: Locked, source: str, state: str = AdmissionState.ADMITTED) -> tuple[Admission, Event]:
+        digest = self.request_digest(t)
+        return admit(
+            t, version=self.version, source=source, input_text=self.input_text, request_digest=digest, state=state
+        )

@@ -1,26 +1,19 @@
-"""What every state change shares: the run lock, the database clock, the event writer, the move.
+"""What every transition shares: the run lock, the fenced move, the event writer (DESIGN §3, §19).
 
 Lock contract (STYLE rules 3, 4 and 16), written once here for every service:
 
 1. the run row first: `SELECT ... FOR NO KEY UPDATE OF run`, with its live
-   suspension joined and the database clock read in the same statement
+   pause joined and the database clock read in the same statement
    (`lock_run`);
-2. then the suspension (already read with the run: it is only deleted or
-   written under the run's lock, so the run lock covers it);
+2. then the pause (read with the run: it is only written or deleted under
+   the run's lock, so the run lock covers it);
 3. then admissions and starts of that run;
 4. then flow waits, approval votes and outbox rows, in that order.
 
 `SKIP LOCKED` batches (the sweep) take the same order. Nothing is written
 before the last refusal, so a refusal leaves no trace, and each change writes
 its Event in its own transaction. No network I/O happens under these locks.
-
-The fixed statements themselves (the lock, the move, the inserts) are in
-claims_sql.py: SQL built once for PostgreSQL, the ORM elsewhere. A fresh
-register, pause, one-shot resume, start or deciding vote is first attempted
-as one guarded statement without a transaction (`attempts.attempted`): its
-guard takes the run lock first, in the same order, and anything but a fresh
-transition is answered under the lock as above. The one claim sequence of
-every claiming door (T4) is in claiming.py, on these.
+The one sequence every door follows on these parts is in claiming.py.
 """
 
 from collections.abc import Mapping
@@ -30,15 +23,14 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import connection
 
-from .. import digests
-from ..exceptions import Forbidden, InputTooLarge, InvalidRequest, SuspensionExpired
+from .. import digests, selectors
+from ..clock import ClockTimestamp
+from ..exceptions import Forbidden, InputTooLarge, InvalidRequest, NotFound, SuspensionExpired, VersionConflict
 from ..models import Admission, Approval, ApprovalStatus, Event, Run, Start, Suspension
 from ..observability import logs, metrics
 from ..principals import Principal
-from . import claims_sql, outbox
-from .claims_sql import ClockTimestamp  # noqa: F401 (re-exported)
+from . import outbox
 
 FAR_FUTURE = datetime(9999, 12, 31, tzinfo=digests.UTC)
 
@@ -77,20 +69,27 @@ class Claimed:
     admission_fresh: bool | None = None
 
 
-def db_now() -> datetime:
-    """The database clock, for changes that take no run lock."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT clock_timestamp()")
-            return cursor.fetchone()[0]  # type: ignore[index]
-    from django.utils import timezone
+@dataclass
+class Locked:
+    """A run locked for one transition: the run, its live pause (or None) and the database clock."""
 
-    return timezone.now()
+    principal: Principal
+    run: Run
+    live: Suspension | None
+    now: datetime
 
 
-def lock_run(principal: Principal, run_id: UUID | str) -> tuple[Run, Suspension | None, datetime]:
-    """Lock one visible run (404 otherwise); read its live pause and the clock in the same statement."""
-    return claims_sql.lock_run(principal, run_id)
+def lock_run(principal: Principal, run_id: UUID | str) -> Locked:
+    """Lock one visible run (404 otherwise); its live pause and the clock are read in the same statement."""
+    query = selectors.runs(principal).filter(pk=run_id).select_related("suspension")
+    run = query.select_for_update(no_key=True, of=("self",)).annotate(db_now=ClockTimestamp()).first()
+    if run is None:
+        raise NotFound(f"run {run_id} not found")
+    try:
+        live: Suspension | None = run.suspension
+    except Suspension.DoesNotExist:
+        live = None
+    return Locked(principal=principal, run=run, live=live, now=run.db_now)  # type: ignore[attr-defined]
 
 
 def require(principal: Principal, role: str, scope: str) -> None:
@@ -98,41 +97,53 @@ def require(principal: Principal, role: str, scope: str) -> None:
         raise Forbidden(f"the '{role}' role is required in scope '{scope}'")
 
 
+def check_revision(run: Run, revision: int) -> None:
+    """The revision the caller holds must be the run's (version_conflict: a fenced worker learns it is stale)."""
+    if run.revision != revision:
+        raise VersionConflict(f"run {run.id} is at revision {run.revision}, not {revision}")
+
+
+def check_deadline(suspension: Suspension, now: datetime) -> None:
+    """Deadline partition: at exactly expires_at the row belongs to the sweeper."""
+    if suspension.expires_at is not None and suspension.expires_at <= now:
+        raise SuspensionExpired(f"pause {suspension.id} expired at {digests.rfc3339(suspension.expires_at)}")
+
+
+def advance(run: Run, state: str, now: datetime, **fields: Any) -> int:
+    """The run's move, fenced by the revision read under the lock: one UPDATE; returns the new revision.
+
+    The guard `revision = <the one read>` always holds under the run lock; it
+    is there so the fencing token is visible in the one statement that moves it.
+    """
+    revision = run.revision + 1
+    values = {"state": state, "revision": revision, "updated_at": now, **fields}
+    moved = Run.objects.filter(pk=run.pk, revision=run.revision).update(**values)
+    if moved != 1:  # only a caller that did not hold the run lock can get here
+        raise VersionConflict(f"run {run.id} moved past revision {run.revision}")
+    for name, value in values.items():
+        setattr(run, name, value)
+    return revision
+
+
 def event(run: Run, kind: str, actor: str, at: datetime, **data: Any) -> Event:
-    """An unsaved Event of `run` at its current revision; save it in the change's transaction."""
+    """An unsaved Event of `run` at its current revision; `write_events` saves it in the change's transaction."""
     row = Event(run_id=run.id, kind=kind, actor=actor, revision=run.revision, data=data, at=at)
     row.stamp_scope(run.scope)
     return row
 
 
-def write_events(*rows: Event, announce: Mapping[str, Any] | None = None, keys: bool = False) -> None:
-    """The one writer of events: one INSERT for one row, one bulk INSERT for several.
+def write_events(*rows: Event, announce: Mapping[str, Any] | None = None) -> None:
+    """The one writer of events: one INSERT for all `rows`, then their outbox rows (services.outbox).
 
-    Each row is also one transition for the metrics (counted on commit) and
-    one INFO log line, so nothing else needs to announce it. The rows that
-    must be pushed (DESIGN §14) get their outbox rows here, in one more
-    INSERT, with their fan-out enqueued on commit (services.outbox);
-    `announce` adds what an event's own data lacks (see `outbox.announced`).
-    The rows' serial keys are read back only with `keys=True` (a closure
-    receipt names its event); without, the INSERT can wait in the
-    transition's batch (claims_sql.Batch) and the rows' pk stays None on
-    PostgreSQL.
+    Each row is also one transition for the metrics and one INFO log line,
+    both on commit, so nothing else needs to announce it. `announce` adds
+    what an event's own data lacks (see `outbox.announced`).
     """
+    Event.objects.bulk_create(rows)
     for row in rows:
         metrics.transition(row.kind)
         logs.transition(row)
-    claims_sql.insert(rows, keys=keys)
     outbox.write(rows, announce or {})
-
-
-def move(run: Run, state: str, now: datetime, **fields: Any) -> None:
-    """The run's state change: revision + 1 (the fencing token), one UPDATE."""
-    run.state = state
-    run.revision += 1
-    run.updated_at = now
-    for name, value in fields.items():
-        setattr(run, name, value)
-    claims_sql.update_run(run.pk, state=state, revision=run.revision, updated_at=now, **fields)
 
 
 def bounded_input(value: Any) -> str:
@@ -159,16 +170,10 @@ def suspension_digest_of(s: Suspension) -> str:
     )
 
 
-def check_deadline(suspension: Suspension, now: datetime) -> None:
-    """Deadline partition: at exactly expires_at the row belongs to the sweeper."""
-    if suspension.expires_at is not None and suspension.expires_at <= now:
-        raise SuspensionExpired(f"pause {suspension.id} expired at {digests.rfc3339(suspension.expires_at)}")
-
-
-def write_start(
-    *, run: Run, admission: Admission, suspension: Suspension, actor: str, now: datetime
-) -> tuple[Start, Event]:
+def write_start(*, t: Locked, admission: Admission, actor: str) -> tuple[Start, Event]:
     """T5's writes: the start row, the pause consumed; returns the unsaved `started` event."""
+    run, suspension = t.run, t.live
+    assert suspension is not None
     start = Start(
         admission_id=admission.id,
         run_id=run.id,
@@ -176,32 +181,26 @@ def write_start(
         run_revision=run.revision,
         request_digest=admission.request_digest,
         actor=actor,
-        started_at=now,
+        started_at=t.now,
     )
     start.digest = digests.start_digest(
         run_id=run.id,
         suspension_id=suspension.id,
         run_revision=run.revision,
         request_digest=admission.request_digest,
-        started_at=now,
+        started_at=t.now,
     )
     start.stamp_scope(run.scope)
-    claims_sql.insert([start])
+    start.save(force_insert=True)
     # The pause is consumed by the start; the admission and start rows are its evidence.
-    claims_sql.delete_pause(suspension.pk)
-    return start, event(run, "started", actor, now, suspension_id=str(suspension.id), start_digest=start.digest)
+    Suspension.objects.filter(pk=suspension.pk).delete()
+    return start, event(run, "started", actor, t.now, suspension_id=str(suspension.id), start_digest=start.digest)
 
 
 def resolve_approval(
     suspension_id: UUID, status: str, now: datetime, actor: str = "", note: str = "", **decided: str
 ) -> None:
     """Close the pause's approval request, if it has one still pending; `decided`: final_calls or response."""
-    claims_sql.update(
-        Approval,
-        {"suspension_id": suspension_id, "status": ApprovalStatus.PENDING},
-        status=status,
-        resolved_at=now,
-        decided_by=actor,
-        note=note,
-        **decided,
+    Approval.objects.filter(suspension_id=suspension_id, status=ApprovalStatus.PENDING).update(
+        status=status, resolved_at=now, decided_by=actor, note=note, **decided
     )

@@ -33,7 +33,8 @@ from .. import digests, selectors
 from ..exceptions import ClosureConflict, InvalidRequest, InvalidState, NotFound, VersionConflict
 from ..models import Admission, AdmissionState, ClosureReceipt, Role, Run, RunState
 from ..principals import Principal
-from .claims import Version, event, lock_run, move, require, write_events
+from .claiming import Door, through
+from .claims import Locked, Version, advance, event, write_events
 
 SCHEMA_VERSION = 1
 # DESIGN §7: each closure operation gives up after 30 s instead of queueing
@@ -87,10 +88,10 @@ class Closed:
 
 
 def _bound_time() -> None:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{TIMEOUT}'")
-            cursor.execute(f"SET LOCAL statement_timeout = '{TIMEOUT}'")
+    # SET LOCAL: the timeouts end with the transaction, so nothing is left on a pooled connection.
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL lock_timeout = '{TIMEOUT}'")
+        cursor.execute(f"SET LOCAL statement_timeout = '{TIMEOUT}'")
 
 
 def _uncertain_start(principal: Principal, run: Run, request: ClosureRequest) -> Admission:
@@ -137,12 +138,11 @@ def _check_proof_window(request: ClosureRequest, now: datetime) -> None:
         )
 
 
-def _write_closure(
-    run: Run, admission: Admission, request: ClosureRequest, actor: str, now: datetime
-) -> ClosureReceipt:
+def _write_closure(t: Locked, admission: Admission, request: ClosureRequest) -> ClosureReceipt:
+    run, actor, now = t.run, t.principal.name, t.now
     text = request.canonical_text(scope=run.scope, actor=actor)
     request_digest = digests.sha256_hex(text)
-    move(run, RunState.INCOMPLETE, now, error=f"closed as incomplete by {actor}")
+    advance(run, RunState.INCOMPLETE, now, error=f"closed as incomplete by {actor}")
     Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.CLOSED)
     closed = event(
         run,
@@ -154,7 +154,7 @@ def _write_closure(
         issuer=request.issuer,
         proof_ref=request.proof_ref,
     )
-    write_events(closed, keys=True)  # the receipt names its event
+    write_events(closed)  # its key is read back: the receipt names its event
     receipt = ClosureReceipt(
         run_id=run.id,
         suspension_id=admission.suspension_id,
@@ -169,6 +169,40 @@ def _write_closure(
     receipt.digest = digests.closure_digest(receipt)
     receipt.save(force_insert=True)
     return receipt
+
+
+@dataclass
+class Close(Door[Closed]):
+    """T10 through the one claim path: step 3 replays the identical closure, step 4 binds the uncertain start."""
+
+    request: ClosureRequest
+    admission: Admission | None = None
+    role = Role.OPERATOR
+
+    def begin(self) -> None:
+        _bound_time()
+
+    def earlier(self, t: Locked) -> Closed | None:
+        digest = digests.sha256_hex(self.request.canonical_text(scope=t.run.scope, actor=t.principal.name))
+        existing = ClosureReceipt.objects.filter(run_id=t.run.id, suspension_id=self.request.version.suspension_id)
+        receipt = existing.first()
+        if receipt is None:
+            return None
+        if receipt.request_digest != digest:
+            raise ClosureConflict(
+                f"pause {receipt.suspension_id} was already closed by a different request",
+                request_digest=digest,
+                closed_digest=receipt.request_digest,
+            )
+        return Closed(run=t.run, receipt=receipt, fresh=False)
+
+    def check(self, t: Locked) -> None:
+        self.admission = _uncertain_start(t.principal, t.run, self.request)
+        _check_proof_window(self.request, t.now)
+
+    def write(self, t: Locked) -> Closed:
+        assert self.admission is not None
+        return Closed(run=t.run, receipt=_write_closure(t, self.admission, self.request))
 
 
 def close_run(*, principal: Principal, run_id: UUID | str, request: ClosureRequest) -> Closed:
@@ -186,24 +220,7 @@ def close_run(*, principal: Principal, run_id: UUID | str, request: ClosureReque
     if request.schema_version != SCHEMA_VERSION:
         raise InvalidRequest("unknown schema_version", errors={"schema_version": [f"Must be {SCHEMA_VERSION}."]})
     _check_times(request)
-    with transaction.atomic():
-        _bound_time()
-        run, _live, now = lock_run(principal, run_id)
-        require(principal, Role.OPERATOR, run.scope)
-        request_digest = digests.sha256_hex(request.canonical_text(scope=run.scope, actor=principal.name))
-        existing = ClosureReceipt.objects.filter(run_id=run.id, suspension_id=request.version.suspension_id).first()
-        if existing is not None:
-            if existing.request_digest != request_digest:
-                raise ClosureConflict(
-                    f"pause {existing.suspension_id} was already closed by a different request",
-                    request_digest=request_digest,
-                    closed_digest=existing.request_digest,
-                )
-            return Closed(run=run, receipt=existing, fresh=False)
-        admission = _uncertain_start(principal, run, request)
-        _check_proof_window(request, now)
-        receipt = _write_closure(run, admission, request, principal.name, now)
-    return Closed(run=run, receipt=receipt)
+    return through(Close(request=request), principal=principal, run_id=run_id)
 
 
 def closure_of(*, principal: Principal, run_id: UUID | str, suspension_id: UUID | str) -> ClosureReceipt:

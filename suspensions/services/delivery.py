@@ -41,10 +41,10 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
 from .. import digests, outbound
+from ..clock import db_now
 from ..models import DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookFormat, WebhookMessage
 from ..observability import metrics
-from . import claims_sql, outbox
-from .claims import db_now
+from . import outbox, sql
 
 log = logging.getLogger(__name__)
 
@@ -87,77 +87,15 @@ def due(now: datetime) -> QuerySet[WebhookMessage]:
 def claim(message_id: UUID | str | None = None) -> Outgoing | None:
     """Claim `message_id` (or the message due longest) if it is due and free; None otherwise.
 
-    One short transaction: SKIP LOCKED (a message another worker holds is
-    theirs), the lease written, committed before anyone sends. On PostgreSQL
-    it is one statement (`_CLAIM_SQL`): the ORM's compiling of the same three
-    statements was a third of a delivery's CPU.
+    One statement (sql.CLAIM_MESSAGE), its own short transaction: SKIP LOCKED
+    (a message another worker holds is theirs), the lease written and
+    committed before anyone sends.
     """
-    if claims_sql.enabled():  # the fixed SQL on PostgreSQL; the ORM on SQLite and under ORM_ONLY
-        return _claim_one_statement(message_id)
-    with transaction.atomic():
-        now = db_now()
-        query = due(now).select_related("endpoint").select_for_update(skip_locked=True, of=("self",))
-        if message_id is not None:
-            query = query.filter(pk=message_id)
-        message = query.order_by("next_attempt_at").first()
-        if message is None:
-            return None
-        lease = timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS)
-        WebhookMessage.objects.filter(pk=message.pk).update(next_attempt_at=now + lease)
-        endpoint = message.endpoint
-        secrets = [endpoint.secret]
-        rotated = endpoint.previous_secret_expires_at
-        if endpoint.previous_secret and rotated is not None and rotated > now:
-            secrets.append(endpoint.previous_secret)
-    return Outgoing(
-        id=message.id,
-        endpoint_id=endpoint.id,
-        run_id=message.run_id,
-        url=endpoint.url,
-        format=endpoint.format,
-        secrets=tuple(secrets),
-        body=message.body,
-        claimed_at=now,
-    )
-
-
-_MESSAGE = WebhookMessage._meta.db_table
-_ENDPOINT = WebhookEndpoint._meta.db_table
-_ATTEMPT = DeliveryAttempt._meta.db_table
-
-# `due` and `claim` as one statement: the due message (of `message_id`, or the one due longest) locked
-# SKIP LOCKED OF the message, its lease written, and what sending needs returned, with the database clock.
-# statement_timestamp() is the claim's one instant (in autocommit, the claim's transaction).
-_CLAIM_SQL = f"""
-WITH c AS (
-    SELECT m.id FROM {_MESSAGE} m JOIN {_ENDPOINT} e ON e.id = m.endpoint_id
-    WHERE m.status = %(pending)s AND m.next_attempt_at <= statement_timestamp() AND e.active {{only}}
-      AND NOT EXISTS (
-          SELECT 1 FROM {_MESSAGE} p
-          WHERE p.endpoint_id = m.endpoint_id AND p.run_id = m.run_id AND p.event_id < m.event_id
-            AND p.status = %(pending)s
-      )
-    ORDER BY m.next_attempt_at
-    LIMIT 1
-    FOR UPDATE OF m SKIP LOCKED
-)
-UPDATE {_MESSAGE} m SET next_attempt_at = statement_timestamp() + make_interval(secs => %(lease)s)
-FROM c, {_ENDPOINT} e
-WHERE m.id = c.id AND e.id = m.endpoint_id
-RETURNING m.id, m.endpoint_id, m.run_id, e.url, e.format, e.secret, e.previous_secret,
-          e.previous_secret_expires_at, m.body, statement_timestamp()
-"""
-_CLAIM_ANY = _CLAIM_SQL.format(only="")
-_CLAIM_ONE = _CLAIM_SQL.format(only="AND m.id = %(id)s")
-
-
-def _claim_one_statement(message_id: UUID | str | None) -> Outgoing | None:
     params: dict[str, Any] = {"pending": MessageStatus.PENDING.value, "lease": float(settings.WEBHOOK_LEASE_SECONDS)}
     if message_id is not None:
         params["id"] = message_id if isinstance(message_id, UUID) else UUID(str(message_id))
-    # One statement is its own transaction in autocommit: committed before anyone sends.
     with connection.cursor() as cursor:
-        cursor.execute(_CLAIM_ANY if message_id is None else _CLAIM_ONE, params)
+        cursor.execute(sql.CLAIM_ANY_MESSAGE if message_id is None else sql.CLAIM_MESSAGE, params)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -201,60 +139,17 @@ def settle(outgoing: Outgoing, outcome: outbound.Outcome) -> tuple[str, UUID | N
     """`record` without the enqueue: (the metric outcome, the run's next pending message it freed or None).
 
     One short transaction: on a 410 the endpoint row is locked first (it is
-    disabled and all its pending messages fail), then the message row. A
-    delivered attempt on PostgreSQL is one statement (`_DELIVERED_SQL`). The
+    disabled and all its pending messages fail), then the message row. The
     next message is there only when this one is settled (delivered, failed,
     gone); the caller owes it a delivery: enqueued, or delivered at once.
     """
-    if outcome.delivered and claims_sql.enabled():
-        result, following = _record_delivered(outgoing, outcome)
-    else:
-        result, following = _record(outgoing, outcome)
+    result, following = _record(outgoing, outcome)
     metrics.webhook_delivery(result)
     # The endpoint's id, never its URL: a receiver's URL may carry its token.
     line: dict[str, Any] = {"message_id": str(outgoing.id), "endpoint_id": str(outgoing.endpoint_id), "outcome": result}
     line |= {"status_code": outcome.status_code, "error": outcome.error, "duration_ms": outcome.duration_ms}
     log.info("webhook attempt %s: %s", outgoing.id, result, extra=line)
     return result, following
-
-
-# A delivered attempt: the message settled (whatever another attempt did meanwhile: the receiver has it),
-# the attempt written with the next number (under the message's row lock, so numbers never repeat), and
-# the run's next pending message to this endpoint read (the message itself is still pending in this
-# statement's snapshot, hence `n.id <> u.id`). No row: its endpoint was deleted meanwhile ("stale").
-_DELIVERED_SQL = f"""
-WITH u AS (
-    UPDATE {_MESSAGE} SET attempts = attempts + 1, status = %(delivered)s, delivered_at = statement_timestamp()
-    WHERE id = %(id)s
-    RETURNING id, attempts, endpoint_id, run_id
-), a AS (
-    INSERT INTO {_ATTEMPT} (message_id, number, "at", status_code, error, duration_ms)
-    SELECT id, attempts, %(at)s, %(status_code)s, %(error)s, %(duration_ms)s FROM u
-    RETURNING number
-)
-SELECT (SELECT number FROM a),
-       (SELECT n.id FROM {_MESSAGE} n JOIN u ON n.endpoint_id = u.endpoint_id AND n.run_id = u.run_id
-        WHERE n.status = %(pending)s AND n.id <> u.id
-        ORDER BY n.event_id LIMIT 1)
-"""
-
-
-def _record_delivered(outgoing: Outgoing, outcome: outbound.Outcome) -> tuple[str, UUID | None]:
-    params: dict[str, Any] = {
-        "id": outgoing.id,
-        "at": outgoing.claimed_at,
-        "status_code": outcome.status_code,
-        "error": outcome.error,
-        "duration_ms": outcome.duration_ms,
-        "delivered": MessageStatus.DELIVERED.value,
-        "pending": MessageStatus.PENDING.value,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_DELIVERED_SQL, params)
-        number, following = cursor.fetchone()
-    if number is None:
-        return "stale", None  # its endpoint was deleted meanwhile, messages and all
-    return "delivered", following
 
 
 def _record(outgoing: Outgoing, outcome: outbound.Outcome) -> tuple[str, UUID | None]:

@@ -37,11 +37,11 @@ from django.db import IntegrityError, transaction
 from .. import correlation, digests, scopes
 from ..correlation import Correlation
 from ..exceptions import AlreadySuspended, BadToken, InvalidRequest, NotFound, WrongGate
-from ..models import AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
+from ..models import Admission, AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
 from ..observability import metrics
 from ..principals import Principal
-from .claiming import claim
-from .claims import Claimed, Version, bounded_input, require, resolve_approval, write_events
+from .claiming import AdmissionDoor, through
+from .claims import Claimed, Locked, Version, bounded_input, require, resolve_approval, write_events
 from .runs import register_run, suspend_run
 
 MAX_CORRELATION_BYTES = 1024
@@ -260,22 +260,29 @@ def resume_flow_wait(
     input_text = bounded_input(output)
     wait = _gate(scope, parsed, decision_token)
     version = Version(run_id=wait.run_id, suspension_id=wait.suspension_id, run_revision=wait.run_revision)
-    with transaction.atomic():
-        # door=None: this wait's gate (nonce, decision token) was checked above, not the reason matrix.
-        c = claim(
-            principal=principal,
-            run_id=wait.run_id,
-            version=version,
-            role=Role.BUS,
-            door=None,
-            source=AdmissionSource.DISPATCH,
-            input_of=lambda live, existing: input_text,
-        )
-        if c.fresh:
-            assert c.live is not None and c.admitted is not None
-            # An approval-reason wait is answered here, not in the inbox: close its request.
-            resolve_approval(c.live.id, ApprovalStatus.APPROVED, c.now, principal.name, "answered by dispatch")
-            FlowWait.objects.filter(pk=wait.pk).update(live=False)
-            # An approval-reason wait answered here is announced as decided too (DESIGN §14).
-            write_events(c.admitted, announce={"reason": c.live.reason})
-    return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
+    door = Dispatch(version=version, input_text=input_text, wait=wait)
+    return through(door, principal=principal, run_id=wait.run_id)
+
+
+@dataclass
+class Dispatch(AdmissionDoor[Claimed]):
+    """T4 through the dispatch door: its gate (nonce, decision token) was checked before, not the reason matrix."""
+
+    version: Version
+    input_text: str
+    wait: FlowWait
+    role = Role.BUS
+    door = None
+
+    def replayed(self, t: Locked, existing: Admission) -> Claimed:
+        return Claimed(run=t.run, admission=existing, fresh=False)
+
+    def write(self, t: Locked) -> Claimed:
+        assert t.live is not None
+        admission, admitted = self.admit(t, AdmissionSource.DISPATCH)
+        # An approval-reason wait is answered here, not in the inbox: close its request.
+        resolve_approval(t.live.id, ApprovalStatus.APPROVED, t.now, t.principal.name, "answered by dispatch")
+        FlowWait.objects.filter(pk=self.wait.pk).update(live=False)
+        # An approval-reason wait answered here is announced as decided too (DESIGN §14).
+        write_events(admitted, announce={"reason": t.live.reason})
+        return Claimed(run=t.run, admission=admission)

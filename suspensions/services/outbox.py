@@ -42,7 +42,7 @@ from ..models import (
     WebhookFormat,
 )
 from ..models import WebhookMessage as Message
-from . import claims_sql, fan_out_steps, wakeups
+from . import fan_out_steps, wakeups
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
             event.stamp_scope(row.scope)
             built.append(event)
     if built:
-        claims_sql.insert(built)
+        OutboxEvent.objects.bulk_create(built)
         enqueue_fan_out_of(built)
     return built
 
@@ -189,7 +189,7 @@ def enqueue_fan_out(ids: list[int] | None, countdown: float | None = None) -> No
 
 
 def enqueue_fan_out_of(rows: Sequence[OutboxEvent]) -> None:
-    """On commit, wake the fan-out for these new rows, whose keys are read then (an attempt sets them as it lands).
+    """On commit, wake the fan-out for these new rows.
 
     Their ids join those this process commits within `FAN_OUT_WINDOW_MS`, sent as one task (services.wakeups).
     """

@@ -19,7 +19,7 @@ def claim_due_reminders(*, limit: int = 200) -> list[Approval]:
     The database clock decides.
     """
     # now >= created_at + 0.8 * (expires_at - created_at), kept in integer
-    # arithmetic on intervals, which PostgreSQL and SQLite both compute.
+    # arithmetic on intervals.
     elapsed_x5 = ExpressionWrapper((Now() - F("created_at")) * 5, output_field=DurationField())
     span_x4 = ExpressionWrapper((F("expires_at") - F("created_at")) * 4, output_field=DurationField())
     with transaction.atomic():

@@ -1,16 +1,20 @@
-"""The engine's and the bus's claims: T3 one-shot resume, T4 agent-reply admission, T5 start (DESIGN §3-§5)."""
+"""The engine's and the bus's claims: T3 one-shot resume, T4 agent-reply admission, T5 start (DESIGN §3-§5).
+
+Each is a door of the one claim path (claiming.through).
+"""
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from .. import selectors
 from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch, ResumeAlreadyStarted, SuspensionExpired
-from ..models import Admission, AdmissionSource, AdmissionState, Role, Start, Suspension
+from ..models import Admission, AdmissionSource, AdmissionState, Role, Start
 from ..observability import metrics
 from ..principals import Principal
-from . import attempt_reads, attempts, claims_sql
-from .claiming import claim
-from .claims import Claimed, Version, bounded_input, check_deadline, lock_run, require, write_events, write_start
+from .claiming import AdmissionDoor, Door, through
+from .claims import Claimed, Locked, Version, bounded_input, check_deadline, write_events, write_start
 
 
 def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -28,45 +32,70 @@ def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) 
     return [by_id[call_id] for call_id in expected]
 
 
+@dataclass
+class OneShot(AdmissionDoor[Claimed]):
+    """T3: T4 admit and T5 start of an `external_tool` pause, with the results in pending order."""
+
+    version: Version
+    input_text: str
+    results: list[dict[str, Any]]
+    ordered: list[dict[str, Any]] = field(default_factory=list)
+    role = Role.ENGINE
+    door = "one_shot"
+
+    def replayed(self, t: Locked, existing: Admission) -> Claimed:
+        start = Start.objects.filter(admission_id=existing.id).first()
+        return Claimed(run=t.run, admission=existing, start=start, fresh=False)
+
+    def check(self, t: Locked) -> None:
+        super().check(t)
+        assert t.live is not None
+        self.ordered = order_results(json.loads(t.live.pending), self.results)
+
+    def write(self, t: Locked) -> Claimed:
+        live = t.live
+        admission, admitted = self.admit(t, AdmissionSource.ONE_SHOT, AdmissionState.STARTED)
+        start, started = write_start(t=t, admission=admission, actor=t.principal.name)
+        write_events(admitted, started)
+        return Claimed(run=t.run, admission=admission, start=start, suspension=live, results=self.ordered)
+
+
 @metrics.counted_claim("one_shot")
 def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, results: list[dict[str, Any]]) -> Claimed:
     """T3 one-shot resume of an `external_tool` pause: T4 admit and T5 start in one transaction.
 
-    One guarded statement, or under the run lock (attempts.attempted). The
-    identical request again answers the original receipts with fresh=False
-    and no continuation, even after the run moved on.
+    Locks the run. The identical request again answers the original receipts
+    with fresh=False and no continuation, even after the run moved on.
     """
     version.require_run(run_id)
-    input_text = bounded_input(results)
+    door = OneShot(version=version, input_text=bounded_input(results), results=results)
+    return through(door, principal=principal, run_id=run_id)
 
-    def resume() -> Claimed:
-        ordered: list[dict[str, Any]] = []
 
-        def match(live: Suspension) -> None:
-            ordered.extend(order_results(json.loads(live.pending), results))
+@dataclass
+class AgentReply(AdmissionDoor[Claimed]):
+    """T4 by the bus: the reply bound to the pending call's `reply_with`; grants no execution."""
 
-        c = claim(
-            principal=principal,
-            run_id=run_id,
-            version=version,
-            role=Role.ENGINE,
-            door="one_shot",
-            source=AdmissionSource.ONE_SHOT,
-            input_of=lambda live, existing: input_text,
-            state=AdmissionState.STARTED,
-            check=match,
-        )
-        if not c.fresh:
-            start = Start.objects.filter(admission_id=c.admission.id).first()
-            return Claimed(run=c.run, admission=c.admission, start=start, fresh=False)
-        assert c.live is not None and c.admitted is not None
-        start, started = write_start(
-            run=c.run, admission=c.admission, suspension=c.live, actor=principal.name, now=c.now
-        )
-        write_events(c.admitted, started)
-        return Claimed(run=c.run, admission=c.admission, start=start, suspension=c.live, results=ordered)
+    version: Version
+    input_text: str
+    reply_with: str
+    source: str
+    role = Role.BUS
+    door = "admit"
 
-    return attempts.attempted(resume)
+    def replayed(self, t: Locked, existing: Admission) -> Claimed:
+        return Claimed(run=t.run, admission=existing, fresh=False)
+
+    def check(self, t: Locked) -> None:
+        super().check(t)
+        assert t.live is not None
+        if self.reply_with != t.live.reply_with:
+            raise ReplyMismatch(f"reply_with does not match the pending call's ({t.live.reply_with!r})")
+
+    def write(self, t: Locked) -> Claimed:
+        admission, admitted = self.admit(t, self.source)
+        write_events(admitted)
+        return Claimed(run=t.run, admission=admission)
 
 
 @metrics.counted_claim("agent_reply")
@@ -86,72 +115,56 @@ def admit_reply(
     """
     version.require_run(run_id)
     bounded_input(input)  # the bound measures the input's JSON encoding; the text itself is kept byte for byte
-
-    def bound_to_question(live: Suspension) -> None:
-        if reply_with != live.reply_with:
-            raise ReplyMismatch(f"reply_with does not match the pending call's ({live.reply_with!r})")
-
-    with claims_sql.transition():
-        c = claim(
-            principal=principal,
-            run_id=run_id,
-            version=version,
-            role=Role.BUS,
-            door="admit",
-            source=source,
-            input_of=lambda live, existing: input,
-            check=bound_to_question,
-        )
-        if c.admitted is not None:
-            write_events(c.admitted)
-    return Claimed(run=c.run, admission=c.admission, fresh=c.fresh)
+    door = AgentReply(version=version, input_text=input, reply_with=reply_with, source=source)
+    return through(door, principal=principal, run_id=run_id)
 
 
-def _locked(principal: Principal, admission_id: UUID | str) -> attempt_reads.StartRead:
-    """Under the run lock: the admission's run locked, its pause and the clock; then the admission and its start."""
-    found = claims_sql.admission_run(principal, admission_id)
-    if found is None:
-        raise NotFound(f"admission {admission_id} not found")
-    run, live, now = lock_run(principal, found)
-    require(principal, Role.ENGINE, run.scope)
-    admission: Admission | None = claims_sql.first(Admission, id=admission_id)
-    if admission is None:  # admissions are never deleted: found above, it is still there
-        raise NotFound(f"admission {admission_id} not found")
-    return attempt_reads.StartRead(run, live, now, admission, claims_sql.first(Start, admission_id=admission.id))
+@dataclass
+class StartDoor(Door[Claimed]):
+    """T5: the single grant to execute an admitted continuation. A start moves no revision."""
+
+    admission_id: UUID | str
+    admission: Admission | None = None
+    role = Role.ENGINE
+
+    def earlier(self, t: Locked) -> Claimed | None:
+        from ..presenters import start_receipt
+
+        self.admission = admission = Admission.objects.filter(pk=self.admission_id).first()
+        if admission is None:  # admissions are never deleted: found before the lock, it is still there
+            raise NotFound(f"admission {self.admission_id} not found")
+        start = Start.objects.filter(admission_id=admission.id).first()
+        if start is not None:
+            raise ResumeAlreadyStarted(receipt=start_receipt(start))
+        if admission.state == AdmissionState.EXPIRED:
+            raise SuspensionExpired(f"admission {admission.id} expired before it was started")
+        if admission.state != AdmissionState.ADMITTED or t.live is None or t.live.id != admission.suspension_id:
+            raise InvalidState(f"admission {admission.id} is {admission.state} and can no longer start")
+        return None
+
+    def check(self, t: Locked) -> None:
+        assert t.live is not None
+        check_deadline(t.live, t.now)
+
+    def write(self, t: Locked) -> Claimed:
+        admission, live = self.admission, t.live
+        assert admission is not None
+        Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.STARTED)
+        admission.state = AdmissionState.STARTED
+        start, started = write_start(t=t, admission=admission, actor=t.principal.name)
+        write_events(started)
+        return Claimed(run=t.run, admission=admission, start=start, suspension=live, admission_fresh=False)
 
 
 @metrics.counted_claim("start")
 def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claimed:
     """T5 start: the single grant to execute an admitted continuation.
 
-    One read (the admission, its run and pause, its start: attempt_reads)
-    and one guarded statement, or under the run lock (attempts.attempted),
-    which is taken before the admission is read again. Only the fresh start
-    carries the suspension; a second start is resume_already_started with the
-    start receipt.
+    Finds the admission's run (404 outside the principal's scopes), then
+    locks it before reading the admission again. Only the fresh start carries
+    the suspension; a second start is resume_already_started with the start receipt.
     """
-    from ..presenters import start_receipt
-
-    def start() -> Claimed:
-        read = attempt_reads.start_read(principal, admission_id)  # an attempt's one read
-        if read is not None:
-            require(principal, Role.ENGINE, read.run.scope)  # (under the lock, _locked checks it before reading on)
-        else:
-            read = _locked(principal, admission_id)
-        run, live, now, admission, start = read.run, read.live, read.now, read.admission, read.start
-        if start is not None:
-            raise ResumeAlreadyStarted(receipt=start_receipt(start))
-        if admission.state == AdmissionState.EXPIRED:
-            raise SuspensionExpired(f"admission {admission.id} expired before it was started")
-        if admission.state != AdmissionState.ADMITTED or live is None or live.id != admission.suspension_id:
-            raise InvalidState(f"admission {admission.id} is {admission.state} and can no longer start")
-        check_deadline(live, now)
-        claims_sql.set_admission_state(admission.pk, AdmissionState.STARTED)
-        admission.state = AdmissionState.STARTED
-        begun, started = write_start(run=run, admission=admission, suspension=live, actor=principal.name, now=now)
-        write_events(started)
-        return Claimed(run=run, admission=admission, start=begun, suspension=live, admission_fresh=False)
-
-    # A start moves no revision: two starts of one admission both pass an attempt's guard, and the second's
-    # start row breaks the unique admission key, which drops that attempt to the lock (ResumeAlreadyStarted).
-    return attempts.attempted(start)
+    run_id = selectors.admissions(principal).filter(pk=admission_id).values_list("run_id", flat=True).first()
+    if run_id is None:
+        raise NotFound(f"admission {admission_id} not found")
+    return through(StartDoor(admission_id=admission_id), principal=principal, run_id=run_id)

@@ -1,28 +1,31 @@
 """A run's own life: T1 register, T2 suspend, T7 cancel, T8 complete and fail (DESIGN §3).
 
-Each is one transaction that locks the run first (claims.lock_run) and writes
-its Event in it.
+Register inserts a new run; the others are doors of the one claim path
+(claiming.through), each in one transaction that locks the run first.
 """
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.db import transaction
 
 from .. import digests, policies, scopes
-from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState, VersionConflict
+from ..clock import db_now
+from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
-from . import attempts, claims_sql
+from .claiming import Door, through
 from .claims import (
     FAR_FUTURE,
+    Locked,
+    advance,
     bounded_input,
     check_deadline,
-    db_now,
+    check_revision,
     event,
-    lock_run,
-    move,
     require,
     resolve_approval,
     write_events,
@@ -30,7 +33,7 @@ from .claims import (
 
 
 def register_run(*, principal: Principal, agent_id: str, scope: str | None = None, session_id: str = "") -> Run:
-    """T1 register: a new run `running` at revision 1 in a scope the engine holds (attempts.attempted)."""
+    """T1 register: a new run `running` at revision 1 in a scope the engine holds. No lock: a new row."""
     if scope is None:
         held = principal.scopes_with(Role.ENGINE)
         if len(held) != 1:
@@ -39,16 +42,79 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
     if not scopes.is_valid(scope):
         raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
     require(principal, Role.ENGINE, scope)
-
-    def register() -> Run:
+    with transaction.atomic():
         now = db_now()
         run = Run(agent_id=agent_id, session_id=session_id, created_at=now, updated_at=now)
         run.stamp_scope(scope)
-        claims_sql.insert([run])
+        run.save(force_insert=True)
         write_events(event(run, "registered", principal.name, now, agent_id=agent_id))
-        return run
+    return run
 
-    return attempts.attempted(register)
+
+@dataclass
+class Suspend(Door[Suspension]):
+    """T2: a running run at `revision` pauses; an approval pause opens its approval request."""
+
+    revision: int
+    reason: str
+    pending: list[dict[str, Any]]
+    pending_text: str
+    continuation_text: str
+    ttl: int
+    correlation_id: str
+    policy: dict[str, Any] | None
+    role = Role.ENGINE
+
+    def earlier(self, t: Locked) -> None:
+        run = t.run
+        check_revision(run, self.revision)
+        if run.state == RunState.PAUSED or t.live is not None:
+            raise AlreadySuspended(f"run {run.id} already has a live pause")
+        if run.state != RunState.RUNNING:
+            raise InvalidState(f"run {run.id} is {run.state}")
+        return None
+
+    def write(self, t: Locked) -> Suspension:
+        run, now = t.run, t.now
+        suspension = self.pause(t)
+        suspension.save(force_insert=True)
+        if self.reason == Reason.APPROVAL:
+            open_approval(t, suspension, policies.parse_policy(self.policy))
+        # A new pause ends the execution the previous start granted.
+        Admission.objects.filter(run_id=run.id, state=AdmissionState.STARTED).update(state=AdmissionState.DONE)
+        advance(run, RunState.PAUSED, now, last_reason=self.reason)
+        expires_at = digests.rfc3339(suspension.expires_at)
+        suspended = event(
+            run,
+            "suspended",
+            t.principal.name,
+            now,
+            suspension_id=str(suspension.id),
+            reason=self.reason,
+            expires_at=expires_at,
+        )
+        # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
+        write_events(suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in self.pending]})
+        suspension.run = run
+        return suspension
+
+    def pause(self, t: Locked) -> Suspension:
+        expires_at = t.now + timedelta(seconds=self.ttl) if self.ttl else None
+        first = self.pending[0] if self.pending else {}
+        suspension = Suspension(
+            run=t.run,
+            reason=self.reason,
+            pending=self.pending_text,
+            continuation=self.continuation_text,
+            tool_names="," + ",".join(c["name"] for c in self.pending) + ",",
+            reply_with=first.get("reply_with", "") if self.reason == Reason.AGENT_REPLY else "",
+            correlation_id=self.correlation_id,
+            expires_at=expires_at,
+            deadline=expires_at or FAR_FUTURE,
+            created_at=t.now,
+        )
+        suspension.stamp_scope(t.run.scope)
+        return suspension
 
 
 def suspend_run(
@@ -65,112 +131,85 @@ def suspend_run(
 ) -> Suspension:
     """T2 suspend: a running run at `revision` pauses; opens an approval for `approval` pauses.
 
-    One guarded statement, or under the run lock (attempts.attempted).
-    Refuses a stale revision (version_conflict), a live pause
+    Locks the run. Refuses a stale revision (version_conflict), a live pause
     (already_suspended) and a finished run (invalid_state). `approval` is the
     pause's policy (DESIGN §15), validated by the caller.
     """
-    pending_text = bounded_input(pending)
-    continuation_text = digests.canonical(continuation).decode("utf-8")
-    ttl = settings.SUSPENSION_TTL_SECONDS if ttl_seconds is None else ttl_seconds
-
-    def suspend() -> Suspension:
-        run, live, now = lock_run(principal, run_id)
-        require(principal, Role.ENGINE, run.scope)
-        if run.revision != revision:
-            raise VersionConflict(f"run {run.id} is at revision {run.revision}, not {revision}")
-        if run.state == RunState.PAUSED or live is not None:
-            raise AlreadySuspended(f"run {run.id} already has a live pause")
-        if run.state != RunState.RUNNING:
-            raise InvalidState(f"run {run.id} is {run.state}")
-        expires_at = now + timedelta(seconds=ttl) if ttl else None
-        suspension = Suspension(
-            run=run,
-            reason=reason,
-            pending=pending_text,
-            continuation=continuation_text,
-            tool_names="," + ",".join(c["name"] for c in pending) + ",",
-            reply_with=pending[0].get("reply_with", "") if reason == Reason.AGENT_REPLY else "",
-            correlation_id=correlation_id,
-            expires_at=expires_at,
-            deadline=expires_at or FAR_FUTURE,
-            created_at=now,
-        )
-        suspension.stamp_scope(run.scope)
-        claims_sql.insert([suspension])
-        if reason == Reason.APPROVAL:
-            _open_approval(principal, run, suspension, policies.parse_policy(approval))
-        # A new pause ends the execution the previous start granted.
-        claims_sql.close_started(run.id)
-        move(run, RunState.PAUSED, now, last_reason=reason)
-        suspended = event(
-            run,
-            "suspended",
-            principal.name,
-            now,
-            suspension_id=str(suspension.id),
-            reason=reason,
-            expires_at=digests.rfc3339(expires_at),
-        )
-        # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
-        write_events(suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in pending]})
-        suspension.run = run
-        return suspension
-
-    return attempts.attempted(suspend)
+    door = Suspend(
+        revision=revision,
+        reason=reason,
+        pending=pending,
+        pending_text=bounded_input(pending),
+        continuation_text=digests.canonical(continuation).decode("utf-8"),
+        ttl=settings.SUSPENSION_TTL_SECONDS if ttl_seconds is None else ttl_seconds,
+        correlation_id=correlation_id,
+        policy=approval,
+    )
+    return through(door, principal=principal, run_id=run_id)
 
 
-def _open_approval(principal: Principal, run: Run, suspension: Suspension, policy: dict[str, Any]) -> None:
+def open_approval(t: Locked, suspension: Suspension, policy: dict[str, Any]) -> None:
     """The approval request, keeping what was asked and its policy: it outlives the pause (deny, start, expiry)."""
     approval = Approval(
         **policy,
-        requester_user_id=principal.user_id,
+        requester_user_id=t.principal.user_id,
         suspension_id=suspension.id,
-        run_id=run.id,
-        agent_id=run.agent_id,
+        run_id=t.run.id,
+        agent_id=t.run.agent_id,
         pending=suspension.pending,
-        requested_by=principal.name,
+        requested_by=t.principal.name,
         expires_at=suspension.expires_at,
         created_at=suspension.created_at,
     )
-    approval.stamp_scope(run.scope)
-    claims_sql.insert([approval])
+    approval.stamp_scope(t.run.scope)
+    approval.save(force_insert=True)
 
 
-def _finish(principal: Principal, run_id: UUID | str, revision: int, state: str, kind: str, error: str = "") -> Run:
-    with claims_sql.transition():
-        run, live, now = lock_run(principal, run_id)
-        require(principal, Role.ENGINE, run.scope)
+@dataclass
+class Finish(Door[Run]):
+    """T7 and T8: the run ends `state`; its pause (a cancel's) is deleted, its admissions closed."""
+
+    revision: int
+    state: str
+    kind: str
+    error: str = ""
+    role = Role.ENGINE
+
+    def earlier(self, t: Locked) -> None:
         # Revision first: a fenced worker (closed, expired) learns its revision is stale.
-        if run.revision != revision:
-            raise VersionConflict(f"run {run.id} is at revision {run.revision}, not {revision}")
-        allowed = {RunState.RUNNING, RunState.PAUSED} if state == RunState.CANCELLED else {RunState.RUNNING}
-        if run.state not in allowed:
-            raise InvalidState(f"run {run.id} is {run.state}")
+        check_revision(t.run, self.revision)
+        allowed = {RunState.RUNNING, RunState.PAUSED} if self.state == RunState.CANCELLED else {RunState.RUNNING}
+        if t.run.state not in allowed:
+            raise InvalidState(f"run {t.run.id} is {t.run.state}")
+        return None
+
+    def check(self, t: Locked) -> None:
+        if t.live is not None and t.run.state == RunState.PAUSED:
+            check_deadline(t.live, t.now)
+
+    def write(self, t: Locked) -> Run:
+        run, live, actor = t.run, t.live, t.principal.name
         if live is not None:
-            if run.state == RunState.PAUSED:
-                check_deadline(live, now)
-            claims_sql.delete_pause(live.pk)
-            resolve_approval(live.id, ApprovalStatus.CANCELLED, now, principal.name)
-        final = AdmissionState.CANCELLED if state == RunState.CANCELLED else AdmissionState.DONE
-        Admission.objects.filter(run_id=run.id, state__in=[AdmissionState.ADMITTED, AdmissionState.STARTED]).update(
-            state=final
-        )
-        move(run, state, now, error=error)
-        write_events(event(run, kind, principal.name, now, **({"error": error} if error else {})))
-    return run
+            Suspension.objects.filter(pk=live.pk).delete()
+            resolve_approval(live.id, ApprovalStatus.CANCELLED, t.now, actor)
+        final = AdmissionState.CANCELLED if self.state == RunState.CANCELLED else AdmissionState.DONE
+        open_states = [AdmissionState.ADMITTED, AdmissionState.STARTED]
+        Admission.objects.filter(run_id=run.id, state__in=open_states).update(state=final)
+        advance(run, self.state, t.now, error=self.error)
+        write_events(event(run, self.kind, actor, t.now, **({"error": self.error} if self.error else {})))
+        return run
 
 
 def complete_run(*, principal: Principal, run_id: UUID | str, revision: int) -> Run:
     """T8 complete: a running run at `revision` completes; its admission is done. Locks the run."""
-    return _finish(principal, run_id, revision, RunState.COMPLETED, "completed")
+    return through(Finish(revision, RunState.COMPLETED, "completed"), principal=principal, run_id=run_id)
 
 
 def fail_run(*, principal: Principal, run_id: UUID | str, revision: int, error: str) -> Run:
     """T8 fail: a running run at `revision` fails with `error`; its admission is done. Locks the run."""
-    return _finish(principal, run_id, revision, RunState.FAILED, "failed", error)
+    return through(Finish(revision, RunState.FAILED, "failed", error), principal=principal, run_id=run_id)
 
 
 def cancel_run(*, principal: Principal, run_id: UUID | str, revision: int) -> Run:
     """T7 cancel: a paused (unexpired) or running run at `revision` is cancelled; its pause deleted. Locks the run."""
-    return _finish(principal, run_id, revision, RunState.CANCELLED, "cancelled")
+    return through(Finish(revision, RunState.CANCELLED, "cancelled"), principal=principal, run_id=run_id)

@@ -24,6 +24,7 @@ from django.core.validators import URLValidator
 from django.db import transaction
 
 from .. import scopes, selectors
+from ..clock import db_now
 from ..exceptions import Forbidden, InvalidRequest, InvalidState, NotFound
 from ..models import (
     MessageStatus,
@@ -35,7 +36,6 @@ from ..models import (
 )
 from ..principals import Principal
 from . import outbox
-from .claims import db_now
 
 log = logging.getLogger("suspensions.webhooks")
 

@@ -25,8 +25,8 @@ from rest_framework.test import APIClient
 from suspensions import exceptions, services
 from suspensions.api import docs
 from suspensions.api.docs import samples as v
+from suspensions.clock import db_now
 from suspensions.models import MessageStatus, WebhookMessage
-from suspensions.services.claims import db_now
 from tests.helpers import client
 
 SCHEMA = SchemaGenerator().get_schema(request=None, public=True)

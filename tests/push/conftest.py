@@ -3,8 +3,8 @@
 import pytest
 
 from suspensions import services
+from suspensions.clock import db_now
 from suspensions.models import WebhookEndpoint
-from suspensions.services.claims import db_now
 from suspensions.services.webhooks import new_secret
 from tests.factories import principal
 from tests.helpers import call, continuation

@@ -12,23 +12,16 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from suspensions import services
+from suspensions.clock import db_now
 from suspensions.models import DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookMessage
 from suspensions.observability import metrics
-from suspensions.services import claims_sql, delivery, outbox
-from suspensions.services.claims import db_now
+from suspensions.services import delivery, outbox
 from suspensions.services.webhooks import new_secret
 from tests.factories import principal
 
 from .conftest import make_endpoint, paused
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True, params=["sql", "orm"])
-def path(request, monkeypatch):
-    """Each test twice: through the fixed SQL (PostgreSQL's path) and through the ORM (the embedded SQLite's)."""
-    monkeypatch.setattr(claims_sql, "ORM_ONLY", request.param == "orm")
-    return request.param
 
 
 @pytest.fixture(autouse=True)

@@ -12,9 +12,9 @@ import uuid
 import pytest
 from django.db import connection
 
+from suspensions.clock import db_now
 from suspensions.models import OutboxEvent
-from suspensions.services import fan_out_steps
-from suspensions.services.claims import db_now
+from suspensions.services import fan_out_steps, sql
 
 pytestmark = [
     pytest.mark.django_db,
@@ -34,7 +34,7 @@ def waiting(n, run_id=None):
 def probe_buffers(event):
     """Buffers the hold's held-back probe (its scan of the outbox, `o`) read for `event` alone (EXPLAIN ANALYZE)."""
     with connection.cursor() as cursor:
-        statement = fan_out_steps._HOLD[(True, False)]  # the fan-out task's: its events by id
+        statement = sql.HOLD[(True, False)]  # the fan-out task's: its events by id
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, {"limit": 200, "ids": [event.id]})
         (plan,) = cursor.fetchone()
     plan = json.loads(plan) if isinstance(plan, str) else plan

@@ -9,8 +9,8 @@ from django.core.mail.backends.base import BaseEmailBackend
 from django.test import override_settings
 
 from suspensions import notify, services, tasks
+from suspensions.clock import db_now
 from suspensions.models import Approval, OutboxEvent
-from suspensions.services.claims import db_now
 from tests.factories import principal
 from tests.helpers import call, continuation, member
 

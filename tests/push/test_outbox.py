@@ -9,22 +9,15 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from suspensions import services
+from suspensions.clock import db_now
 from suspensions.models import OutboxEvent, WebhookEndpoint, WebhookMessage
-from suspensions.services import claims_sql, outbox
-from suspensions.services.claims import db_now
+from suspensions.services import outbox
 from tests.factories import principal
 from tests.helpers import call, continuation
 
 from .conftest import make_endpoint
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True, params=["sql", "orm"])
-def path(request, monkeypatch):
-    """Each test twice: through the fixed SQL (PostgreSQL's path) and through the ORM (the embedded SQLite's)."""
-    monkeypatch.setattr(claims_sql, "ORM_ONLY", request.param == "orm")
-    return request.param
 
 
 SECRET_MARK = "You are careful."  # in every continuation the helpers build: must never leave in a webhook
@@ -209,10 +202,8 @@ def test_a_transition_costs_no_more_than_one_extra_statement_for_its_outbox_rows
         m.setattr(outbox, "announced", lambda row, extra: iter(()))
         silent = suspend(runs[1])
     assert len(outbox_inserts(announced)) == 1 and outbox_inserts(silent) == []
-    # On PostgreSQL the outbox INSERT carries the transition's waiting writes (claims_sql.Batch): no extra
-    # round trip; through the ORM (SQLite) it is one more statement.
-    extra = 0 if claims_sql.enabled() else 1
-    assert len(announced.captured_queries) == len(silent.captured_queries) + extra
+    # The outbox rows cost one INSERT more, whatever the transition announces.
+    assert len(announced.captured_queries) == len(silent.captured_queries) + 1
 
 
 def test_an_approval_writes_its_two_outbox_rows_with_one_statement():

@@ -16,6 +16,7 @@ from django.db import connection
 from django.db.models import DateTimeField, ExpressionWrapper, Value
 
 from suspensions import digests, services
+from suspensions.clock import ClockTimestamp, db_now
 from suspensions.exceptions import NotSuspended, SuspensionExpired
 from suspensions.models import (
     Admission,
@@ -30,7 +31,6 @@ from suspensions.models import (
     Suspension,
 )
 from suspensions.principals import Principal
-from suspensions.services.claims import ClockTimestamp, db_now
 from tests import processes
 from tests.helpers import call, continuation
 from tests.processes import Processes, celery_worker, child_env

@@ -1,5 +1,6 @@
-"""The one claim sequence (services/claiming.py), driven directly with factory-built rows."""
+"""The one claim path (services/claiming.py), driven directly with factory-built rows and a door of the test's own."""
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
@@ -16,8 +17,8 @@ from suspensions.exceptions import (
     VersionConflict,
 )
 from suspensions.models import Admission, AdmissionSource, Event, Run, RunState
-from suspensions.services.claiming import claim
-from suspensions.services.claims import Version
+from suspensions.services.claiming import AdmissionDoor, through
+from suspensions.services.claims import Claimed, Locked, Version, write_events
 from tests.factories import ApprovalPauseFactory, SuspensionFactory, principal
 
 pytestmark = pytest.mark.django_db
@@ -27,23 +28,29 @@ def version_of(s, revision=None):
     return Version(run_id=s.run_id, suspension_id=s.id, run_revision=revision or s.run.revision)
 
 
-def claim_with(s, input_text='"yes"', who=None, door="admit", **kwargs):
-    from django.db import transaction
+@dataclass
+class Probe(AdmissionDoor[Claimed]):
+    """The smallest claiming door: admit the input, write the event."""
 
-    with transaction.atomic():
-        c = claim(
-            principal=who or principal(),
-            run_id=s.run_id,
-            version=kwargs.pop("version", version_of(s)),
-            role=kwargs.pop("role", "bus"),
-            door=door,
-            source=AdmissionSource.AGENT_REPLY,
-            input_of=lambda live, existing: input_text,
-            **kwargs,
-        )
-        if c.admitted is not None:
-            c.admitted.save(force_insert=True)
-    return c
+    version: Version
+    input_text: str
+    role: str = "bus"
+    door: str | None = "admit"
+
+    def replayed(self, t: Locked, existing: Admission) -> Claimed:
+        return Claimed(run=t.run, admission=existing, fresh=False)
+
+    def write(self, t: Locked) -> Claimed:
+        admission, admitted = self.admit(t, AdmissionSource.AGENT_REPLY)
+        write_events(admitted)
+        return Claimed(run=t.run, admission=admission)
+
+
+def claim_with(s, input_text='"yes"', who=None, door="admit", **kwargs):
+    probe = Probe(
+        version=kwargs.pop("version", version_of(s)), input_text=input_text, role=kwargs.pop("role", "bus"), door=door
+    )
+    return through(probe, principal=who or principal(), run_id=s.run_id)
 
 
 def test_a_fresh_claim_moves_the_run_to_running_and_binds_the_input():

@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 
 from suspensions import digests, services
+from suspensions.clock import db_now
 from suspensions.models import (
     Admission,
     AdmissionState,
@@ -17,7 +18,6 @@ from suspensions.models import (
     Run,
     Suspension,
 )
-from suspensions.services.claims import db_now
 from tests.helpers import call, client, pause, post, snapshot, version
 
 pytestmark = pytest.mark.django_db

@@ -1,21 +1,29 @@
-"""The sweep's SQL: the re-read of a locked batch, and its set-based writes (DESIGN §6, T9).
+"""The service's hand-written SQL, in one place (DESIGN §19): what the ORM cannot say, or says much slower.
 
-services/sweep.py locks the runs and owns the transaction; this module only
-reads and writes under those locks. Every write of a batch is set-based: one
-UPDATE of the runs, one INSERT of events, one UPDATE of approvals, one of
-admissions, one INSERT of receipts, one DELETE of pauses, one INSERT of
-outbox rows (`suspension.expired`, DESIGN §14), in one round trip on
-PostgreSQL.
+Everything else is the ORM. Three users, each named at its statements:
+
+- the sweep (DESIGN §6, T9): the re-read of a locked batch and its
+  set-based writes. services/sweep.py locks the runs and owns the
+  transaction; this module only reads and writes under those locks: one
+  UPDATE of the runs, one INSERT of events, one UPDATE of approvals, one of
+  admissions, one INSERT of receipts, one DELETE of pauses, one INSERT of
+  outbox rows (`suspension.expired`, DESIGN §14), in one round trip;
+- the fan-out's hold (`HOLD`): undispatched events locked SKIP LOCKED with
+  whether an earlier event of their run is held elsewhere;
+- a delivery's claim (`CLAIM_MESSAGE`): a due message leased in one statement.
+
+Every INSERT here names every column of its table: tests/services/test_sql.py
+holds each column list to the models (and so to the migrations), so a field
+added to a model and forgotten here fails a test instead of being dropped.
 """
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from django.db import connection
-from django.utils.dateparse import parse_datetime
 
 from .. import digests
 from ..ids import uuid7
@@ -33,6 +41,8 @@ from ..models import (
     Run,
     RunState,
     Suspension,
+    WebhookEndpoint,
+    WebhookMessage,
 )
 from . import outbox
 
@@ -92,11 +102,10 @@ def due_rows(runs: dict[UUID, tuple[str, int, str]], now: datetime) -> tuple[lis
     for row_values in found:
         suspension_id, run_id, reason, expires_at, admission_id, admission_state, request_digest = row_values[:7]
         on_expiry, extend_seconds, escalated_at = row_values[7:]
-        run_id, expires_at = _uuid(run_id), _moment(expires_at)
         if expires_at is None or expires_at > now:
             continue
         state, revision, scope = runs[run_id]
-        row = Due(run_id, scope, revision, _uuid(suspension_id), reason, expires_at, kind=PAUSED)
+        row = Due(run_id, scope, revision, suspension_id, reason, expires_at, kind=PAUSED)
         if state in TERMINAL_STATES:
             row.kind = ORPHAN
         elif state == RunState.RUNNING:
@@ -104,27 +113,13 @@ def due_rows(runs: dict[UUID, tuple[str, int, str]], now: datetime) -> tuple[lis
                 # Started (its engine or a closure owns it now), or not ours to judge.
                 left.append(run_id)
                 continue
-            row.kind, row.admission_id, row.request_digest = ADMITTED, _uuid(admission_id), request_digest
+            row.kind, row.admission_id, row.request_digest = ADMITTED, admission_id, request_digest
         elif on_expiry == OnExpiry.DENY:
             row.kind = DENIED
         elif on_expiry == OnExpiry.ESCALATE and escalated_at is None:
             row.kind, row.extend_seconds = ESCALATED, int(extend_seconds)
         due.append(row)
     return due, left
-
-
-def _uuid(value: Any) -> Any:
-    # SQLite hands back the hex text of an id, PostgreSQL a UUID.
-    return value if value is None or isinstance(value, UUID) else UUID(value)
-
-
-def _moment(value: Any) -> datetime | None:
-    # SQLite hands back the naive UTC time Django stored (as text, or parsed by its converter).
-    if value is None:
-        return None
-    moment = value if isinstance(value, datetime) else parse_datetime(value)
-    assert moment is not None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _error(row: Due) -> str:
@@ -140,22 +135,18 @@ def _error(row: Due) -> str:
 # the ORM has no UPDATE ... FROM or INSERT ... SELECT and a list of thousands
 # of placeholders costs more to build and parse than the writes themselves.
 # One statement per kind; event and receipt rows copy their scope columns from
-# the run row itself, so each row is written under its own scope. Everything
-# but `_rows` and `_run_all` is the same SQL on PostgreSQL and SQLite (3.33+).
+# the run row itself, so each row is written under its own scope.
 
 Statement = tuple[str, list[Any]]
 
 
 def _rows(columns: str) -> str:
-    """A FROM item `v` over the JSON array parameter; `columns` is "name type, ..." (types for PostgreSQL)."""
-    if connection.vendor == "postgresql":
-        return f"jsonb_to_recordset(%s::jsonb) AS v({columns})"
-    picked = ", ".join(f"json_extract(value, '$.{n}') AS {n}" for n in (c.split()[0] for c in columns.split(",")))
-    return f"(SELECT {picked} FROM json_each(%s)) AS v"
+    """A FROM item `v` over the JSON array parameter; `columns` is "name type, ..."."""
+    return f"jsonb_to_recordset(%s::jsonb) AS v({columns})"
 
 
 def _json(rows: list[dict[str, Any]]) -> str:
-    # Ids as 32 hex digits: what SQLite stores, and a valid uuid literal for PostgreSQL.
+    # Ids as 32 hex digits: a valid uuid literal, shorter than the dashed form.
     return json.dumps(rows, separators=(",", ":"))
 
 
@@ -170,17 +161,18 @@ def _execute(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def _run_all(statements: list[Statement]) -> None:
-    """Run the statements in order; on PostgreSQL in one round trip.
+    """Run the statements in order, in one round trip.
 
-    Django's psycopg cursors bind parameters client-side, which lets one
-    execute() carry several statements; a sweep batch then costs the same
-    number of round trips whatever it writes.
+    Django's psycopg cursors bind parameters client-side (unless the operator
+    sets `server_side_binding`), which lets one execute() carry several
+    statements; a sweep batch then costs the same number of round trips
+    whatever it writes.
     """
-    if connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding"):
-        _execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+    if connection.settings_dict["OPTIONS"].get("server_side_binding"):
+        for sql, params in statements:
+            _execute(sql, params)
         return
-    for sql, params in statements:
-        _execute(sql, params)
+    _execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
 
 
 def _stamp(now: datetime) -> Any:
@@ -274,7 +266,6 @@ def _insert_outbox(rows: list[Due], now: datetime) -> Statement:
 
 def _escalate(rows: list[Due], now: datetime) -> list[Statement]:
     """Move each escalated pause's deadline (pause and approval), once; the reminder may go out again."""
-    # The deadline as the text each database reads back as that moment (SQLite stores Django's text form).
     batch = _json([{"id": r.suspension_id.hex, "deadline": str(_stamp(r.new_deadline))} for r in rows])
     return [
         (
@@ -336,7 +327,7 @@ def _resolve_approvals(rows: list[Due], now: datetime) -> Statement:
 
 
 def write(rows: list[Due], now: datetime) -> None:
-    """The batch's writes, one statement per kind, in one round trip on PostgreSQL."""
+    """The batch's writes, one statement per kind, in one round trip."""
     expiring = [r for r in rows if r.kind in ENDING]
     escalated = [r for r in rows if r.kind == ESCALATED]
     approvals = [r for r in rows if r.reason == Reason.APPROVAL and r.kind != ESCALATED]
@@ -368,3 +359,67 @@ def write(rows: list[Due], now: datetime) -> None:
         )
     )
     _run_all(statements)
+
+
+# -- the fan-out's hold (services/fan_out_steps.py) ---------------------------------------------
+
+# The held events (locked SKIP LOCKED, oldest first, at most `limit`) in id order, with the statement's
+# clock and whether an earlier undispatched event of the run is outside what this call holds (held back).
+# That probe reads the run's own entries of outbox_undispatched_run, so a held event costs the same however
+# many events of other runs wait (it read all of them before: docs/benchmarks.md, "Soak").
+_HOLD_SQL = f"""
+WITH held AS (
+    SELECT * FROM {OUTBOX}
+    WHERE dispatched_at IS NULL {{ids}} {{older}}
+    ORDER BY created_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+SELECT h.*, statement_timestamp() AS fanned_at, EXISTS (
+    SELECT 1 FROM {OUTBOX} o
+    WHERE o.run_id = h.run_id AND o.dispatched_at IS NULL AND o.id < h.id
+      AND NOT EXISTS (SELECT 1 FROM held x WHERE x.id = o.id)
+) AS held_back
+FROM held h
+ORDER BY h.id
+"""
+# By (by id, by age): the hold of some ids, of the events older than some seconds, of both, or of the oldest.
+HOLD = {
+    (by_id, by_age): _HOLD_SQL.format(
+        ids="AND id = ANY(%(ids)s)" if by_id else "",
+        older="AND created_at <= statement_timestamp() - make_interval(secs => %(older)s)" if by_age else "",
+    )
+    for by_id in (False, True)
+    for by_age in (False, True)
+}
+
+
+# -- a delivery's claim (services/delivery.py) --------------------------------------------------
+
+MESSAGE, ENDPOINT = WebhookMessage._meta.db_table, WebhookEndpoint._meta.db_table
+
+# The due message (of `id`, or the one due longest) locked SKIP LOCKED OF the message, its lease written,
+# and what sending needs returned, with the database clock. Due: pending, its time come, its endpoint
+# active, and no earlier message of its run to that endpoint still pending (per-run order). One statement
+# is its own transaction in autocommit: the lease is committed before anyone sends.
+_CLAIM_SQL = f"""
+WITH c AS (
+    SELECT m.id FROM {MESSAGE} m JOIN {ENDPOINT} e ON e.id = m.endpoint_id
+    WHERE m.status = %(pending)s AND m.next_attempt_at <= statement_timestamp() AND e.active {{only}}
+      AND NOT EXISTS (
+          SELECT 1 FROM {MESSAGE} p
+          WHERE p.endpoint_id = m.endpoint_id AND p.run_id = m.run_id AND p.event_id < m.event_id
+            AND p.status = %(pending)s
+      )
+    ORDER BY m.next_attempt_at
+    LIMIT 1
+    FOR UPDATE OF m SKIP LOCKED
+)
+UPDATE {MESSAGE} m SET next_attempt_at = statement_timestamp() + make_interval(secs => %(lease)s)
+FROM c, {ENDPOINT} e
+WHERE m.id = c.id AND e.id = m.endpoint_id
+RETURNING m.id, m.endpoint_id, m.run_id, e.url, e.format, e.secret, e.previous_secret,
+          e.previous_secret_expires_at, m.body, statement_timestamp()
+"""
+CLAIM_ANY_MESSAGE = _CLAIM_SQL.format(only="")
+CLAIM_MESSAGE = _CLAIM_SQL.format(only="AND m.id = %(id)s")

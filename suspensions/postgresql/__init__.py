@@ -1,1 +1,0 @@
-"""Django's PostgreSQL backend, with a pool check that costs no round trip while the connection is quiet."""
