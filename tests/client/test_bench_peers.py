@@ -51,3 +51,15 @@ def test_round_rows_hold_each_rate_and_the_service_ratios_of_that_round() -> Non
     ]
     # At one client only the service ran: its rate, and no ratio.
     assert round_rows(rounds_of(recorded, 1, ways), ways) == [[1, 20.0, "-", "-", "-", "-"]]
+
+
+def test_the_counting_proxy_counts_a_begin_with_options_as_a_begin() -> None:
+    from common import CountingProxy
+
+    proxy = CountingProxy("127.0.0.1", 9)  # never connected to: only its reading of messages is tested
+    try:
+        for text in (b"BEGIN ISOLATION LEVEL READ COMMITTED", b"BEGIN", b"COMMIT", b"SELECT 1", b";"):
+            proxy._count(b"Q", text + b"\x00", False)
+        assert proxy.snapshot() == {"round_trips": 5, "statements": 1, "commits": 1, "begins": 2, "checks": 1}
+    finally:
+        proxy.close()
