@@ -36,7 +36,7 @@ are the median (min-max) of the rounds, the ratios taken inside each round.
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, TypedDict
 
 import common
@@ -378,7 +378,12 @@ def summarise(wall: float, lat: list[float], ops: int) -> dict[str, Any]:
 def ratios_of_round(
     rates: dict[str, float], service: str = SERVICE, peers: tuple[str, ...] = PEERS
 ) -> dict[str, float]:
-    """The service's rate over each peer's in one round (`rates`: way -> round trips/s); a peer at 0 has none."""
+    """The service's rate over each peer's in one round (`rates`: way -> round trips/s).
+
+    None where the service or the peer did not run (`--ways`), or the peer made nothing.
+    """
+    if service not in rates:
+        return {}
     return {f"{service} / {peer}": rates[service] / rates[peer] for peer in peers if rates.get(peer)}
 
 
@@ -398,7 +403,7 @@ def round_rows(rounds: list[dict[str, float]], ways: list[str]) -> list[list[Any
     """One row per round: each way's rate, then the service over each peer (two decimals; "-" where absent)."""
     rows = []
     for number, rates in enumerate(rounds, 1):
-        ratios = ratios_of_round(rates) if SERVICE in rates else {}
+        ratios = ratios_of_round(rates)
         cells = [rates.get(w, "-") for w in ways]
         rows.append([number, *cells, *(f"{ratios[k]:.2f}" if k in ratios else "-" for k in ratio_names())])
     return rows
@@ -565,7 +570,8 @@ def main() -> dict[str, Any]:
         try:
             if systems.workflow is not None:
                 launch_dbos(system_db, max(levels))
-            with common.Gunicorn(url, workers=2, threads=16) as systems.server:
+            serving = "S-http" in ways
+            with common.Gunicorn(url, workers=2, threads=16) if serving else nullcontext() as systems.server:
                 phases = run_rounds(systems, args.rounds, levels, args.ops)
             counts = count_pass(url, args.count_ops, systems.workflow)
         finally:

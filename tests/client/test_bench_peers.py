@@ -24,6 +24,7 @@ def test_a_round_gives_the_service_over_each_peer() -> None:
 def test_a_peer_that_did_not_run_or_made_nothing_has_no_ratio() -> None:
     assert ratios_of_round({"S-http": 150.0, "LG-in": 0.0}) == {}
     assert ratios_of_round({"S-http": 150.0, "DBOS-in": 60.0}) == {"S-http / DBOS-in": 2.5}
+    assert ratios_of_round({"LG-in": 30.0, "S-in": 60.0}) == {}  # --ways without the service over HTTP
 
 
 def test_rates_read_as_median_and_range_with_one_decimal() -> None:
