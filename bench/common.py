@@ -235,9 +235,10 @@ class CountingProxy:
 
     Counts per direction client -> server: `round_trips` (one per Sync or
     simple Query message: each waits for the server), `statements` (Execute
-    messages and simple queries other than BEGIN/COMMIT/ROLLBACK and the
-    pool's empty health check), `commits`, `begins` and `checks`. It refuses
-    TLS so the bytes stay readable; it is for counting passes, never timing.
+    messages and simple queries other than BEGIN (with or without options),
+    COMMIT, ROLLBACK and the pool's empty health check), `commits`, `begins`
+    and `checks`. It refuses TLS so the bytes stay readable; it is for
+    counting passes, never timing.
     """
 
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
@@ -325,6 +326,9 @@ class CountingProxy:
             text = body.rstrip(b"\x00").decode("utf-8", "replace").strip().rstrip(";").upper()
             if text in TX_COMMANDS:
                 self._bump(round_trips=1, commits=int(text == "COMMIT"), begins=int(text == "BEGIN"))
+            elif text.startswith("BEGIN "):
+                # A transaction opened with its options (SQLAlchemy's `BEGIN ISOLATION LEVEL ...`, as DBOS sends): a begin.
+                self._bump(round_trips=1, begins=1)
             elif not text:
                 self._bump(round_trips=1, checks=1)
             else:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ORDER = ["resume", "versus_langgraph", "cpu", "contention", "replays", "sweep", "push", "inbox"]
+ORDER = ["resume", "versus_peers", "cpu", "contention", "replays", "sweep", "push", "inbox"]
 HELPERS = {
     "common",
     "run_all",
