@@ -2,6 +2,7 @@
 
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -91,40 +92,45 @@ TEMPLATES = [
     },
 ]
 
-# The embedded default needs no server. SQLite has no row locks, so every
-# transaction takes the write lock up front (IMMEDIATE): writers are serialised
-# and the claim stays a single winner.
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'suspensions.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
-else:
-    # Sized for the web threads and the race tests (16 racers plus the test's own
-    # connection): the pool default of 4 would make racers queue on the pool
-    # instead of racing on the row.
-    # psycopg_pool refuses these only when the first request opens the pool: every
-    # database request would then be a 500. Refuse them at start instead.
-    _pool_min = env_int("DB_POOL_MIN", default=2, minimum=0)
-    _pool_max = env_int("DB_POOL_MAX", default=40, minimum=1)
-    if _pool_max < _pool_min:
-        raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
-    DATABASES["default"]["OPTIONS"] = {
-        # Django turns psycopg's prepared statements off (None) unless this is set, and then psycopg
-        # ignores the preparation the hot path's fixed statements ask for (suspensions/fixedsql.py).
-        # A threshold no statement reaches keeps psycopg from preparing anything else on its own.
-        # DB_PREPARED_STATEMENTS=0 for a pooler that cannot carry them (PgBouncer in transaction
-        # mode before 1.21): PostgreSQL then parses and plans every statement again.
-        "prepare_threshold": 2**31 - 1 if env.bool("DB_PREPARED_STATEMENTS", default=True) else None,
-        "pool": {
-            "min_size": _pool_min,
-            "max_size": _pool_max,
-            "timeout": env_int("DB_POOL_TIMEOUT", default=10, minimum=1),
-        },
-    }
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    # Django's backend with one change: the pool's health check costs no round trip while the
-    # connection's socket is quiet (suspensions/postgresql/base.py).
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        DATABASES["default"]["ENGINE"] = "suspensions.postgresql"
+# PostgreSQL everywhere (DESIGN §19). DATABASE_URL is required with DEBUG off, like the secret;
+# with DEBUG on and none set it is the embedded server of this checkout, which `make run` and
+# `make db` start with its data and socket under var/postgres (bin/localdb.py).
+EMBEDDED_DATABASE_URL = f"postgres://postgres@/suspensions?host={quote(str(VAR_DIR / 'postgres'))}"
+DATABASE_URL = env.str("DATABASE_URL", default="")
+if not DATABASE_URL:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DATABASE_URL is required when DJANGO_DEBUG is off, e.g. postgres://user@host:5432/dbname"
+        )
+    DATABASE_URL = EMBEDDED_DATABASE_URL
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+if DATABASES["default"].get("ENGINE") != "django.db.backends.postgresql":
+    raise ImproperlyConfigured(f"DATABASE_URL must be a postgres:// URL, not {DATABASE_URL.split(':')[0]}://")
+# Sized for the web threads and the race tests (16 racers plus the test's own
+# connection): the pool default of 4 would make racers queue on the pool
+# instead of racing on the row.
+# psycopg_pool refuses these only when the first request opens the pool: every
+# database request would then be a 500. Refuse them at start instead.
+_pool_min = env_int("DB_POOL_MIN", default=2, minimum=0)
+_pool_max = env_int("DB_POOL_MAX", default=40, minimum=1)
+if _pool_max < _pool_min:
+    raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
+DATABASES["default"]["OPTIONS"] = {
+    # The URL's own parameters (sslmode, host for a socket directory, ...) are kept.
+    **DATABASES["default"].get("OPTIONS", {}),
+    # Server-side prepared statements only when the operator opts in (DESIGN §19): behind a pooler in
+    # transaction mode (PgBouncer) each transaction may get another server connection, on which a
+    # statement prepared earlier does not exist. None turns psycopg's preparing off, even for a
+    # statement that asks for it (prepare=True). With DB_PREPARED_STATEMENTS=1 those are prepared once
+    # per connection, and a threshold no statement reaches keeps psycopg from preparing the rest.
+    "prepare_threshold": 2**31 - 1 if env.bool("DB_PREPARED_STATEMENTS", default=False) else None,
+    "pool": {
+        "min_size": _pool_min,
+        "max_size": _pool_max,
+        "timeout": env_int("DB_POOL_TIMEOUT", default=10, minimum=1),
+    },
+}
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Sign-in failure counts and API throttles. LocMem counts per process; with

@@ -62,12 +62,6 @@ def test_a_connection_the_server_closed_fails_the_check(pair: tuple[psycopg.Conn
         check_quietly(held)
 
 
-def test_the_settings_pool_uses_the_quiet_check(transactional_db: None) -> None:
-    pool = connection.pool
-    assert pool is not None
-    assert pool._check is check_quietly
-
-
 @pytest.mark.slow
 def test_gunicorn_answers_the_first_request_after_its_connections_were_closed(
     transactional_db: None, token: Any
