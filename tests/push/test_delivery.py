@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True, params=["sql", "orm"])
 def path(request, monkeypatch):
-    """Each test twice: through the fixed SQL (PostgreSQL's path) and through the ORM (the embedded SQLite's)."""
+    """Each test twice: through the fixed SQL (PostgreSQL's path) and through its ORM twin (`ORM_ONLY`)."""
     monkeypatch.setattr(claims_sql, "ORM_ONLY", request.param == "orm")
     return request.param
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True, params=["sql", "orm"])
 def path(request, monkeypatch):
-    """Each test twice: through the fixed SQL (PostgreSQL's path) and through the ORM (the embedded SQLite's)."""
+    """Each test twice: through the fixed SQL (PostgreSQL's path) and through its ORM twin (`ORM_ONLY`)."""
     monkeypatch.setattr(claims_sql, "ORM_ONLY", request.param == "orm")
     return request.param
 
@@ -210,7 +210,7 @@ def test_a_transition_costs_no_more_than_one_extra_statement_for_its_outbox_rows
         silent = suspend(runs[1])
     assert len(outbox_inserts(announced)) == 1 and outbox_inserts(silent) == []
     # On PostgreSQL the outbox INSERT carries the transition's waiting writes (claims_sql.Batch): no extra
-    # round trip; through the ORM (SQLite) it is one more statement.
+    # round trip; through the ORM twin it is one more statement.
     extra = 0 if claims_sql.enabled() else 1
     assert len(announced.captured_queries) == len(silent.captured_queries) + extra
 

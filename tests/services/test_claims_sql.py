@@ -1,7 +1,7 @@
 """The claim path's precompiled SQL (services/claims_sql.py) leaves the rows its ORM twins leave.
 
-The same transitions run twice, once through the ORM (`ORM_ONLY`, what
-SQLite runs) and once through the fixed SQL: every row of every table they
+The same transitions run twice, once through the ORM (`ORM_ONLY`, the twin
+the SQL replaces) and once through the fixed SQL: every row of every table they
 write is compared, with ids, times and digests (which differ from run to
 run) replaced by the order they first appear in, and no transition may
 cost more statements through the SQL (which sends its writes together).
