@@ -92,6 +92,7 @@ run: install-runtime .env
 # The embedded PostgreSQL alone, until Ctrl-C: for the README's manage.py commands when make run is not
 # running (with DEBUG on, as .env has it, their DATABASE_URL defaults to this server).
 db: install-runtime
+	@echo "The embedded PostgreSQL of make run, for manage.py commands (with DEBUG on, their default). Ctrl-C stops it."
 	$(PY) bin/supervise.py --postgres var/postgres
 
 services:

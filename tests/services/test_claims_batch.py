@@ -10,6 +10,7 @@ compiled loader where that gives the same values as Django's; and (failing
 today, a reported bug) set_rollback(True) inside a transition rolls back quietly, as in atomic().
 """
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -200,7 +201,26 @@ def prepared_statements() -> list[str]:
         return [row[0] for row in c.fetchall()]
 
 
-def test_the_fixed_statements_are_prepared_once_per_connection_and_nothing_else_is():
+@pytest.fixture
+def prepared_statements_on() -> Iterator[None]:
+    """DB_PREPARED_STATEMENTS=1 for this test's connection: the threshold the settings then give each one."""
+    connection.ensure_connection()
+    raw = connection.connection
+    off, raw.prepare_threshold = raw.prepare_threshold, 2**31 - 1
+    yield
+    raw.prepare_threshold = off
+
+
+def test_by_default_nothing_is_prepared_so_a_pooler_in_transaction_mode_works():
+    engine, s, v = paused()
+    assert connection.connection.prepare_threshold is None  # the settings' default: DB_PREPARED_STATEMENTS off
+    with connection.cursor() as c:
+        c.execute("DEALLOCATE ALL")
+    resume(engine, s, v)
+    assert prepared_statements() == []
+
+
+def test_the_fixed_statements_are_prepared_once_per_connection_and_nothing_else_is(prepared_statements_on):
     engine, s, v = paused()
     with connection.cursor() as c:
         c.execute("DEALLOCATE ALL")  # what the set-up prepared does not count
