@@ -20,13 +20,22 @@ RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/v
 	EMAIL_BACKEND=$${EMAIL_BACKEND:-django.core.mail.backends.filebased.EmailBackend} \
 	EMAIL_FILE_PATH=$${EMAIL_FILE_PATH:-$(CURDIR)/var/mail} CONSOLE_BASE_URL=$${CONSOLE_BASE_URL:-http://127.0.0.1:$(PORT)}
 
+# make run's database: the embedded PostgreSQL (bin/localdb.py), its data and socket under var/postgres,
+# started first and stopped last by bin/supervise.py. DATABASE_URL set in the environment or on make's
+# command line (make run DATABASE_URL=postgres://...) is used instead, and nothing is started for it.
+RUN_DB := $(if $(DATABASE_URL),,--postgres var/postgres)
+
+# mypy's Django plugin imports the settings, which need a secret and a DATABASE_URL with DEBUG off;
+# nothing connects to it.
+LINT_ENV := DJANGO_SECRET_KEY=lint DATABASE_URL=postgres://lint@127.0.0.1:5432/lint
+
 # `make test` runs the whole suite, slow and browser tests included, in this many pytest-xdist
 # workers (TEST_WORKERS=0: one process). Sized for the 2-core machine CI runs on; each worker has
 # its own test database (test_<name>_gwN) and Redis database (the broker's number minus N,
 # tests/conftest.py), and starts its own servers, Celery workers and Chromium on free ports.
 TEST_WORKERS ?= 2
 
-.PHONY: install install-runtime lock run check test lint services browser proxy bench clean
+.PHONY: install install-runtime lock run db check test lint services browser proxy bench clean
 
 # Everything: the runtime set and the development/test set (test, lint, bench).
 install: $(VENV_STAMP)
@@ -65,18 +74,26 @@ lock:
 		echo 'DJANGO_DEBUG=1'; \
 		echo "DJANGO_SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; } > .env
 
-# One Ctrl-C stops all three: bin/supervise.py sends each one SIGTERM and waits for it.
+# One Ctrl-C stops all: bin/supervise.py starts PostgreSQL, runs migrate and seed_demo, then web, worker
+# and beat; it sends each of these one SIGTERM, waits for it, and stops PostgreSQL last.
 run: install-runtime .env
 	mkdir -p var/broker var/broker-processed var/mail
 	rm -rf var/prometheus && mkdir -p var/prometheus
-	$(RUN_ENV) $(PY) manage.py migrate --noinput
-	$(RUN_ENV) $(PY) manage.py seed_demo
 	@echo "Approver emails are written as files under $(CURDIR)/var/mail/ (one .log file per batch sent)."
-	@echo "Serving on http://127.0.0.1:$(PORT)/ (console /console/, API docs /api/docs/, admin /admin/). Ctrl-C stops all."
-	$(RUN_ENV) $(PY) bin/supervise.py \
+	@echo "Once migrated and seeded (a login and a token are printed), serving on http://127.0.0.1:$(PORT)/"
+	@echo "(console /console/, API docs /api/docs/, admin /admin/). Ctrl-C stops all."
+	$(RUN_ENV) $(PY) bin/supervise.py $(RUN_DB) \
+		--first "$(PY) manage.py migrate --noinput" \
+		--first "$(PY) manage.py seed_demo" \
 		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload" \
 		worker ".venv/bin/celery -A suspensions_project worker --concurrency 1 --loglevel warning" \
 		beat ".venv/bin/celery -A suspensions_project beat --loglevel warning --schedule var/celerybeat-schedule"
+
+# The embedded PostgreSQL alone, until Ctrl-C: for the README's manage.py commands when make run is not
+# running (with DEBUG on, as .env has it, their DATABASE_URL defaults to this server).
+db: install-runtime
+	@echo "The embedded PostgreSQL of make run, for manage.py commands (with DEBUG on, their default). Ctrl-C stops it."
+	$(PY) bin/supervise.py --postgres var/postgres
 
 services:
 	bash .ci/services.sh
@@ -95,7 +112,7 @@ proxy:
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	DJANGO_SECRET_KEY=lint .venv/bin/mypy suspensions suspensions_project clients/python/src
+	$(LINT_ENV) .venv/bin/mypy suspensions suspensions_project clients/python/src
 
 # The inner loop (under two minutes): lint, formatting, types, and every test not marked slow or browser.
 check: install services

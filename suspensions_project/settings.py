@@ -2,6 +2,7 @@
 
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -56,6 +57,9 @@ MIDDLEWARE = [
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
+    # Below the ones every answer needs: an engine's plain writes are served here, with the hooks of the
+    # middlewares below that act on them; any other request goes on down (suspensions/api/shortcut.py).
+    "suspensions.api.shortcut.LaneShortcut",
     "django.middleware.security.SecurityMiddleware",
     # Serves /static/ from STATIC_ROOT (collectstatic) in the web process itself, before sessions or auth.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -88,34 +92,44 @@ TEMPLATES = [
     },
 ]
 
-# The embedded default needs no server. SQLite has no row locks, so every
-# transaction takes the write lock up front (IMMEDIATE): writers are serialised
-# and the claim stays a single winner.
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'suspensions.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
-else:
-    # Sized for the web threads and the race tests (16 racers plus the test's own
-    # connection): the pool default of 4 would make racers queue on the pool
-    # instead of racing on the row.
-    # psycopg_pool refuses these only when the first request opens the pool: every
-    # database request would then be a 500. Refuse them at start instead.
-    _pool_min = env_int("DB_POOL_MIN", default=2, minimum=0)
-    _pool_max = env_int("DB_POOL_MAX", default=40, minimum=1)
-    if _pool_max < _pool_min:
-        raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
-    DATABASES["default"]["OPTIONS"] = {
-        # Server-side prepared statements only when the operator opts in (DB_PREPARED_STATEMENTS=1):
-        # PgBouncer in transaction mode (Debian's 1.18) cannot carry them (DESIGN §19). With them on,
-        # psycopg prepares a statement the fifth time a connection runs it (its default threshold).
-        "prepare_threshold": 5 if env.bool("DB_PREPARED_STATEMENTS", default=False) else None,
-        "pool": {
-            "min_size": _pool_min,
-            "max_size": _pool_max,
-            "timeout": env_int("DB_POOL_TIMEOUT", default=10, minimum=1),
-        },
-    }
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# PostgreSQL everywhere (DESIGN §19). DATABASE_URL is required with DEBUG off, like the secret;
+# with DEBUG on and none set it is the embedded server of this checkout, which `make run` and
+# `make db` start with its data and socket under var/postgres (bin/localdb.py).
+EMBEDDED_DATABASE_URL = f"postgres://postgres@/suspensions?host={quote(str(VAR_DIR / 'postgres'))}"
+DATABASE_URL = env.str("DATABASE_URL", default="")
+if not DATABASE_URL:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DATABASE_URL is required when DJANGO_DEBUG is off, e.g. postgres://user@host:5432/dbname"
+        )
+    DATABASE_URL = EMBEDDED_DATABASE_URL
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+if DATABASES["default"].get("ENGINE") != "django.db.backends.postgresql":
+    raise ImproperlyConfigured(f"DATABASE_URL must be a postgres:// URL, not {DATABASE_URL.split(':')[0]}://")
+# Sized for the web threads and the race tests (16 racers plus the test's own
+# connection): the pool default of 4 would make racers queue on the pool
+# instead of racing on the row.
+# psycopg_pool refuses these only when the first request opens the pool: every
+# database request would then be a 500. Refuse them at start instead.
+_pool_min = env_int("DB_POOL_MIN", default=2, minimum=0)
+_pool_max = env_int("DB_POOL_MAX", default=40, minimum=1)
+if _pool_max < _pool_min:
+    raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
+DATABASES["default"]["OPTIONS"] = {
+    # The URL's own parameters (sslmode, host for a socket directory, ...) are kept.
+    **DATABASES["default"].get("OPTIONS", {}),
+    # Server-side prepared statements only when the operator opts in (DESIGN §19): behind a pooler in
+    # transaction mode (PgBouncer) each transaction may get another server connection, on which a
+    # statement prepared earlier does not exist. None turns psycopg's preparing off. With
+    # DB_PREPARED_STATEMENTS=1 psycopg prepares a statement the fifth time a connection runs it.
+    "prepare_threshold": 5 if env.bool("DB_PREPARED_STATEMENTS", default=False) else None,
+    "pool": {
+        "min_size": _pool_min,
+        "max_size": _pool_max,
+        "timeout": env_int("DB_POOL_TIMEOUT", default=10, minimum=1),
+    },
+}
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Sign-in failure counts and API throttles. LocMem counts per process; with
@@ -151,6 +165,10 @@ API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="") or None
 # DRF parses the rate on every throttled request: a bad one would make every API call a 500.
 if API_THROTTLE_RATE and not re.fullmatch(r"[1-9][0-9]*/[smhd][a-z]*", API_THROTTLE_RATE):
     raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 100/min (s, min, hour, day): {API_THROTTLE_RATE!r}")
+
+# An engine's plain writes (register, pause, resume, decide, start, complete) skip DRF's request
+# machinery and run the same views directly (suspensions/api/lane.py); 0 sends every request through DRF.
+API_PLAIN_LANE = env.bool("API_PLAIN_LANE", default=True)
 
 SUSPENSION_TTL_SECONDS = env_int("SUSPENSION_TTL_SECONDS", default=86400, minimum=0)
 SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", default=60, minimum=1)

@@ -454,7 +454,7 @@ def test_searching_or_filtering_by_a_secret_finds_nothing(root):
     assert root.get(changelist(WebhookEndpoint) + f"?previous_secret={hook.previous_secret}").status_code == 400
 
 
-# Search by id works with and without hyphens, on PostgreSQL and SQLite alike.
+# Search by id works with and without hyphens, in either case.
 
 UUID_PK = [m for m in SCOPED if m._meta.pk.get_internal_type() == "UUIDField"]
 

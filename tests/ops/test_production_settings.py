@@ -1,9 +1,11 @@
 """Settings that cannot work refuse to start; a bug under /api/ is still a problem+json 500."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -23,10 +25,14 @@ PRODUCTION = {
 }
 
 
-def start_django(**overrides: str) -> subprocess.CompletedProcess[str]:
+def start_django(*, show: str = "", **overrides: str) -> subprocess.CompletedProcess[str]:
+    """django.setup() in a process of its own with these variables; `show`: a setting it then prints as JSON."""
     env = {**os.environ, **PRODUCTION, **overrides}
+    code = "import django; django.setup()"
+    if show:
+        code += f"; import json; from django.conf import settings; print(json.dumps(settings.{show}, default=str))"
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
+        [sys.executable, "-c", code],
         cwd=BASE_DIR,
         env=env,
         capture_output=True,
@@ -55,6 +61,8 @@ def test_the_production_environment_starts():
         ({"DJANGO_SECURE_HSTS_SECONDS": "-1"}, "DJANGO_SECURE_HSTS_SECONDS must be at least 0, got -1"),
         ({"API_THROTTLE_RATE": "100/fortnight"}, "API_THROTTLE_RATE must look like 100/min"),
         ({"DJANGO_SECRET_KEY": ""}, "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off"),
+        ({"DATABASE_URL": ""}, "DATABASE_URL is required when DJANGO_DEBUG is off"),
+        ({"DATABASE_URL": "sqlite:///var/old.sqlite3"}, "DATABASE_URL must be a postgres:// URL, not sqlite://"),
     ],
     ids=lambda value: "-".join(value) if isinstance(value, dict) else None,
 )
@@ -68,6 +76,32 @@ def test_a_setting_that_cannot_work_stops_the_start_with_a_clear_message(overrid
 def test_a_pool_that_may_shrink_to_nothing_starts():
     started = start_django(DB_POOL_MIN="0", DB_POOL_MAX="1")
     assert started.returncode == 0, started.stderr
+
+
+def database(**overrides: str) -> dict[str, Any]:
+    started = start_django(show='DATABASES["default"]', **overrides)
+    assert started.returncode == 0, started.stderr
+    return json.loads(started.stdout)
+
+
+def test_the_database_is_django_s_postgresql_with_prepared_statements_off_unless_asked_for():
+    default = database()
+    assert default["ENGINE"] == "django.db.backends.postgresql"
+    assert default["OPTIONS"]["prepare_threshold"] is None  # PgBouncer in transaction mode works as it is
+    assert default["OPTIONS"]["pool"] == {"min_size": 2, "max_size": 40, "timeout": 10}
+    assert database(DB_PREPARED_STATEMENTS="1")["OPTIONS"]["prepare_threshold"] == 2**31 - 1
+
+
+def test_the_database_url_s_own_parameters_are_kept():
+    default = database(DATABASE_URL="postgres://app@db.internal:6432/suspensions?sslmode=verify-full")
+    assert (default["HOST"], default["PORT"], default["NAME"]) == ("db.internal", 6432, "suspensions")
+    assert default["OPTIONS"]["sslmode"] == "verify-full"
+
+
+def test_with_debug_on_and_no_database_url_it_is_the_embedded_server_of_make_run():
+    default = database(DJANGO_DEBUG="1", DATABASE_URL="")
+    assert default["NAME"] == "suspensions"
+    assert default["OPTIONS"]["host"] == str(BASE_DIR / "var" / "postgres")  # the socket's directory
 
 
 # -- never an HTML 500 under /api/ --------------------------------------------------------
