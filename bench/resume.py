@@ -94,8 +94,7 @@ class Replay:
 
     `statements` maps a call kind to its (sql, params, in a transaction)
     list; `old` names the ids the capture created, which each replay swaps
-    for fresh ones. A fresh pause and resume are one statement each outside
-    any transaction (attempts.attempted), and R1 sends them the same way.
+    for fresh ones.
     """
 
     def __init__(self, statements: dict[str, list[tuple[str, Any, bool]]], old: dict[str, Any]) -> None:
@@ -117,10 +116,10 @@ class Replay:
 
         statements = self.statements[kind]
         with conn.transaction() if any(t for _, _, t in statements) else nullcontext():
-            # The service's fixed statements carry PostgreSQL's own $n placeholders (suspensions/fixedsql.py).
+            # A statement with PostgreSQL's own $n placeholders (none today) goes through a RawCursor.
             with conn.cursor() as client, psycopg.RawCursor(conn) as raw:
                 for sql, params, _ in statements:
-                    cursor = raw if "%s" not in sql else client
+                    cursor = raw if "%s" not in sql and "$1" in sql else client
                     cursor.execute(sql, _swap(params, mapping))
                     if cursor.description is not None:
                         cursor.fetchall()

@@ -57,9 +57,6 @@ MIDDLEWARE = [
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
-    # Below the ones every answer needs: an engine's plain writes are served here, with the hooks of the
-    # middlewares below that act on them; any other request goes on down (suspensions/api/shortcut.py).
-    "suspensions.api.shortcut.LaneShortcut",
     "django.middleware.security.SecurityMiddleware",
     # Serves /static/ from STATIC_ROOT (collectstatic) in the web process itself, before sessions or auth.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -165,10 +162,6 @@ API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="") or None
 # DRF parses the rate on every throttled request: a bad one would make every API call a 500.
 if API_THROTTLE_RATE and not re.fullmatch(r"[1-9][0-9]*/[smhd][a-z]*", API_THROTTLE_RATE):
     raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 100/min (s, min, hour, day): {API_THROTTLE_RATE!r}")
-
-# An engine's plain writes (register, pause, resume, decide, start, complete) skip DRF's request
-# machinery and run the same views directly (suspensions/api/lane.py); 0 sends every request through DRF.
-API_PLAIN_LANE = env.bool("API_PLAIN_LANE", default=True)
 
 SUSPENSION_TTL_SECONDS = env_int("SUSPENSION_TTL_SECONDS", default=86400, minimum=0)
 SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", default=60, minimum=1)
