@@ -112,18 +112,21 @@ proxy:
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports --no-cache
 	$(LINT_ENV) .venv/bin/mypy suspensions suspensions_project clients/python/src
 
 # The inner loop (under two minutes): lint, formatting, types, and every test not marked slow or browser.
 check: install services
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports --no-cache
 	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project clients/python/src
 	$(TEST_ENV) $(PY) -m pytest -q -n auto -m "not slow and not browser" $(PYTEST_ARGS)
 
 test: install services browser proxy
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports --no-cache
 	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project clients/python/src
 	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)

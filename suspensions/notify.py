@@ -19,12 +19,12 @@ from django.core.mail import EmailMultiAlternatives, get_connection
 from django.utils.html import format_html, format_html_join
 
 from . import scopes, selectors
-from .models import Approval, ApprovalStatus
+from .models import Approval, ApprovalStatus, EventType
 
 log = logging.getLogger(__name__)
 
-APPROVAL_REQUESTED = "approval.requested"
-APPROVAL_ESCALATED = "approval.escalated"
+APPROVAL_REQUESTED = EventType.APPROVAL_REQUESTED.value
+APPROVAL_ESCALATED = EventType.APPROVAL_ESCALATED.value
 LEADS = {
     "request": "A run is paused until an approver decides.",
     "reminder": "Still pending, and 80% of the time to its deadline has passed.",
@@ -64,20 +64,6 @@ def _approval_of(event: Any) -> Approval | None:
     if event.run_id:
         return Approval.objects.filter(run_id=event.run_id).order_by("-created_at").first()
     return None
-
-
-def send_due_reminders(*, batch: int = 200) -> int:
-    """Claim and mail every reminder now due (see services.reminders); returns how many approvals were reminded."""
-    from .services.reminders import claim_due_reminders
-
-    reminded = 0
-    while True:
-        claimed = claim_due_reminders(limit=batch)
-        for approval in claimed:
-            send_approval_mail(approval, kind="reminder")
-        reminded += len(claimed)
-        if len(claimed) < batch:
-            return reminded
 
 
 def send_approval_mail(approval: Approval, *, kind: str = "request") -> int:

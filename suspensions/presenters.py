@@ -10,6 +10,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from django.conf import settings
+
 from . import digests
 from .models import (
     Admission,
@@ -17,12 +19,15 @@ from .models import (
     ApprovalStatus,
     ApprovalVote,
     ClosureReceipt,
+    EventType,
     ExpiryReceipt,
+    OutboxEvent,
     Run,
     RunState,
     Start,
     Suspension,
     WebhookEndpoint,
+    WebhookFormat,
     WebhookMessage,
 )
 
@@ -341,3 +346,55 @@ def webhook_message(message: WebhookMessage) -> dict[str, Any]:
             for a in message.attempt_rows.all()
         ],
     }
+
+
+# -- JSON text for people (the console and the admin) ------------------------------------------
+
+
+def pretty_json_text(text: Any) -> str:
+    """Arguments arrive as JSON text from the model: indent them when they parse, else show them verbatim."""
+    if not isinstance(text, str):
+        return pretty(text)
+    try:
+        return pretty(json.loads(text))
+    except ValueError:
+        return text
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+# -- webhook bodies (DESIGN §14) ----------------------------------------------------------------
+
+
+def webhook_body(event: OutboxEvent, format: str = WebhookFormat.STANDARD) -> str:
+    """The exact body sent on every attempt: `{"type","timestamp","data"}` as canonical JSON, or Slack's text."""
+    if format == WebhookFormat.SLACK:
+        return digests.canonical({"text": slack_text(event)}).decode("utf-8")
+    body = {"type": event.type, "timestamp": digests.rfc3339(event.created_at), "data": event.data}
+    return digests.canonical(body).decode("utf-8")
+
+
+def slack_text(event: OutboxEvent) -> str:
+    """A readable line for a Slack incoming webhook: agent, tools, deadline and the console link."""
+    d = event.data
+    base = settings.CONSOLE_BASE_URL
+    if event.type == EventType.APPROVAL_REQUESTED:
+        tools = ", ".join(d.get("tools") or []) or "a tool"
+        deadline = d.get("deadline") or "no deadline"
+        link = f"{base}/console/approvals/{d.get('suspension_id')}/"
+        text = (
+            f"Approval needed: {_esc(d.get('agent_id') or 'an agent')} wants to call {_esc(tools)} "
+            f"in {_esc(event.scope)}. Deadline: {deadline}."
+        )
+        return f"{text} <{link}|Approve or deny>"
+    link = f"{base}/console/runs/{d.get('run_id')}/"
+    detail = f" ({d['decision']} by {_esc(d.get('decided_by', ''))})" if "decision" in d else ""
+    text = f"{event.type}{detail}: run {d.get('run_id')} in {_esc(event.scope)} is {d.get('state', '?')}."
+    return f"{text} <{link}|Open the run>"
+
+
+def _esc(text: str) -> str:
+    # Slack's control characters: engine-supplied names must not become links or mentions.
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from . import services
 from .observability import heartbeat, metrics
-from .services import delivery, outbox
+from .services import delivery, outbox, reminders
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,7 @@ def remind_approvers() -> int:
     Claims commit before any mail leaves (at most one reminder per approval);
     two of these at once claim disjoint approvals.
     """
-    from . import notify
-
-    reminded = notify.send_due_reminders()
+    reminded = reminders.send_due_reminders()
     if reminded:
         log.info("reminded approvers of %s approvals", reminded, extra={"reminded": reminded})
     return reminded

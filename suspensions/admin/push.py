@@ -7,13 +7,13 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from ..console.present import pretty_json_text
 from ..models import (
     DeliveryAttempt,
     OutboxEvent,
     WebhookEndpoint,
     WebhookMessage,
 )
+from ..presenters import pretty_json_text
 from ..principals import for_user
 from ..services import webhooks
 from .base import ReadOnlyAdmin, ScopedAdmin, is_staff

@@ -3,7 +3,6 @@
 from django.contrib import admin
 from django.utils.html import format_html
 
-from ..console.present import pretty_json_text
 from ..models import (
     Admission,
     Approval,
@@ -16,6 +15,7 @@ from ..models import (
     Start,
     Suspension,
 )
+from ..presenters import pretty_json_text
 from .base import ReadOnlyAdmin
 
 

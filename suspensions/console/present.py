@@ -9,7 +9,9 @@ import json
 from datetime import datetime
 from typing import Any
 
+from .. import presenters
 from ..models import Admission, ClosureReceipt, Event, ExpiryReceipt, Start, Suspension
+from ..presenters import pretty, pretty_json_text  # noqa: F401 (the templates' helpers, shared with the admin)
 from ..timefmt import duration
 
 # Below these many seconds to the deadline a row is drawn as urgent / soon.
@@ -32,20 +34,6 @@ def countdown(expires_at: datetime | None, now: datetime) -> dict[str, Any]:
 
 def age(moment: datetime, now: datetime) -> str:
     return f"{duration((now - moment).total_seconds())} ago"
-
-
-def pretty_json_text(text: Any) -> str:
-    """Arguments arrive as JSON text from the model: indent them when they parse, else show them verbatim."""
-    if not isinstance(text, str):
-        return pretty(text)
-    try:
-        return pretty(json.loads(text))
-    except ValueError:
-        return text
-
-
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 
 def short(text: str, limit: int = 90) -> str:
@@ -162,48 +150,18 @@ def event_row(e: Event) -> dict[str, Any]:
 
 
 def admission_row(a: Admission) -> dict[str, Any]:
-    return {
-        "id": str(a.id),
-        "suspension_id": str(a.suspension_id),
-        "source": a.source,
-        "state": a.state,
-        "actor": a.actor,
-        "request_digest": a.request_digest,
-        "suspension_digest": a.suspension_digest,
-        "version_revision": a.version_revision,
-        "claimed_revision": a.claimed_revision,
-        "admitted_at": a.admitted_at,
-    }
+    """The API's admission row (presenters), with the times as moments for the templates to show."""
+    return {**presenters.admission_row(a), "version_revision": a.version_revision, "admitted_at": a.admitted_at}
 
 
 def start_row(s: Start) -> dict[str, Any]:
-    return {
-        "id": str(s.id),
-        "admission_id": str(s.admission_id),
-        "suspension_id": str(s.suspension_id),
-        "run_revision": s.run_revision,
-        "digest": s.digest,
-        "actor": s.actor,
-        "started_at": s.started_at,
-    }
+    extra = {"id": str(s.id), "admission_id": str(s.admission_id), "actor": s.actor, "started_at": s.started_at}
+    return {**presenters.start_receipt(s), **extra}
 
 
 def expiry_row(x: ExpiryReceipt) -> dict[str, Any]:
-    return {
-        "suspension_id": str(x.suspension_id),
-        "request_digest": x.request_digest,
-        "run_revision": x.run_revision,
-        "digest": x.digest,
-        "expired_at": x.expired_at,
-    }
+    return {**presenters.expiry_receipt(x), "expired_at": x.expired_at}
 
 
 def closure_row(c: ClosureReceipt) -> dict[str, Any]:
-    return {
-        "suspension_id": str(c.suspension_id),
-        "request_digest": c.request_digest,
-        "run_revision": c.run_revision,
-        "actor": c.actor,
-        "digest": c.digest,
-        "closed_at": c.closed_at,
-    }
+    return {**presenters.closure_receipt(c, fresh=False), "closed_at": c.closed_at}

@@ -10,7 +10,7 @@ from django.db.models import Q
 from ..ids import uuid7
 from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
-from .push import DeliveryAttempt, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
+from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
 
 __all__ = [
     "TERMINAL_STATES",
@@ -23,6 +23,7 @@ __all__ = [
     "ApprovalVote",
     "ClosureReceipt",
     "DeliveryAttempt",
+    "EventType",
     "Event",
     "ExpiryReceipt",
     "FlowWait",

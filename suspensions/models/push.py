@@ -12,6 +12,20 @@ class WebhookFormat(models.TextChoices):
     SLACK = "slack"
 
 
+class EventType(models.TextChoices):
+    """What an outbox event announces (DESIGN §14): the `type` of every webhook body."""
+
+    APPROVAL_REQUESTED = "approval.requested"
+    APPROVAL_DECIDED = "approval.decided"
+    APPROVAL_VOTE = "approval.vote"
+    APPROVAL_ESCALATED = "approval.escalated"
+    ADMISSION_CREATED = "admission.created"
+    SUSPENSION_EXPIRED = "suspension.expired"
+    RUN_FINISHED = "run.finished"
+    RUN_CLOSED = "run.closed"
+    WEBHOOK_TEST = "webhook.test"
+
+
 class WebhookEndpoint(Scoped):
     """Where a scope's announced events are pushed; it receives its scope's events and every scope below it."""
 

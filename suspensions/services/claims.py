@@ -137,7 +137,7 @@ def write_events(*rows: Event, announce: Mapping[str, Any] | None = None) -> Non
 
     Each row is also one transition for the metrics and one INFO log line,
     both on commit, so nothing else needs to announce it. `announce` adds
-    what an event's own data lacks (see `outbox.announced`).
+    what an event's own data lacks (see `announce.announced`).
     """
     Event.objects.bulk_create(rows)
     for row in rows:

@@ -23,7 +23,7 @@ and the deadline; never a continuation, an admitted input or a secret.
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,28 +32,12 @@ from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
-from .. import digests, scopes
-from ..models import (
-    AdmissionSource,
-    Event,
-    OutboxEvent,
-    Reason,
-    RunState,
-    WebhookFormat,
-)
+from .. import presenters, scopes
+from ..models import Event, OutboxEvent
 from ..models import WebhookMessage as Message
-from . import fan_out_steps, wakeups
+from . import announce, fan_out_steps, wakeups
 
 log = logging.getLogger(__name__)
-
-APPROVAL_REQUESTED = "approval.requested"
-APPROVAL_DECIDED = "approval.decided"
-APPROVAL_VOTE = "approval.vote"
-APPROVAL_ESCALATED = "approval.escalated"
-ADMISSION_CREATED = "admission.created"
-SUSPENSION_EXPIRED = "suspension.expired"
-RUN_FINISHED = "run.finished"
-RUN_CLOSED = "run.closed"
 
 # Tasks are enqueued by name: services never import the tasks module (it imports them).
 FAN_OUT_TASK = "suspensions.tasks.fan_out_outbox"
@@ -62,73 +46,7 @@ DELIVER_TASK = "suspensions.tasks.deliver_messages"
 DEFERRED_COUNTDOWN = 1.0
 BATCH = 200
 
-# The run's state once the event's change is written.
-STATE_AFTER = {
-    "suspended": RunState.PAUSED,
-    "admitted": RunState.RUNNING,
-    "denied": RunState.FAILED,
-    "completed": RunState.COMPLETED,
-    "failed": RunState.FAILED,
-    "cancelled": RunState.CANCELLED,
-    "closed": RunState.INCOMPLETE,
-    "expired": RunState.EXPIRED,
-}
-# Admissions that wait for an engine's start; a one-shot resume starts in its own transaction.
-WORK = frozenset({AdmissionSource.APPROVAL, AdmissionSource.AGENT_REPLY, AdmissionSource.DISPATCH})
-
-
 # -- writing, in the transition's transaction ------------------------------------------------
-
-
-def announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The (type, data) pairs an event announces: none, one or two (an approval admits work too).
-
-    `extra` is what the event's own data lacks: `agent_id` and `tools` for an
-    approval pause, `reason` (the pause's) for a dispatch claim.
-    """
-    d = row.data
-    base = {"run_id": str(row.run_id), "scope": row.scope, "revision": row.revision}
-    if row.kind in STATE_AFTER:
-        base["state"] = str(STATE_AFTER[row.kind])
-    pause = {"suspension_id": d.get("suspension_id")}
-    if row.kind == "suspended" and d.get("reason") == Reason.APPROVAL:
-        yield (
-            APPROVAL_REQUESTED,
-            {
-                **base,
-                **pause,
-                "reason": Reason.APPROVAL.value,
-                "agent_id": extra.get("agent_id", ""),
-                "tools": list(dict.fromkeys(extra.get("tools", []))),
-                "deadline": d.get("expires_at"),
-                "requested_by": row.actor,
-            },
-        )
-    elif row.kind == "admitted":
-        source = d.get("source")
-        answered = source == AdmissionSource.APPROVAL or (
-            source == AdmissionSource.DISPATCH and extra.get("reason") == Reason.APPROVAL
-        )
-        if answered:
-            decision = extra.get("decision") or ("approve" if source == AdmissionSource.APPROVAL else "respond")
-            yield (
-                APPROVAL_DECIDED,
-                {**base, **pause, "reason": "approval", "decision": decision, "decided_by": row.actor},
-            )
-        if source in WORK:
-            work = {"admission_id": d.get("admission_id"), "source": source, "request_digest": d.get("request_digest")}
-            yield ADMISSION_CREATED, {**base, **pause, **work}
-    elif row.kind == "voted":
-        vote = {"votes": d.get("votes"), "quorum": d.get("quorum"), "voter": row.actor}
-        yield APPROVAL_VOTE, {**base, **pause, "reason": "approval", **vote}
-    elif row.kind == "denied":
-        yield APPROVAL_DECIDED, {**base, **pause, "reason": "approval", "decision": "deny", "decided_by": row.actor}
-        # A denial fails the run: engines that follow run.finished learn of it there too.
-        yield RUN_FINISHED, base
-    elif row.kind in ("completed", "failed", "cancelled"):
-        yield RUN_FINISHED, base
-    elif row.kind == "closed":
-        yield RUN_CLOSED, {**base, **pause, "request_digest": d.get("request_digest")}
 
 
 def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
@@ -139,7 +57,7 @@ def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
     """
     built = []
     for row in rows:
-        for type_, data in announced(row, extra):
+        for type_, data in announce.announced(row, extra):
             event = OutboxEvent(run_id=row.run_id, type=type_, data=data, created_at=row.at)
             event.stamp_scope(row.scope)
             built.append(event)
@@ -147,40 +65,6 @@ def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
         OutboxEvent.objects.bulk_create(built)
         enqueue_fan_out_of(built)
     return built
-
-
-def expired_data(
-    *, run_id: Any, suspension_id: Any, scope: str, revision: int, reason: str, deadline: datetime, admission_id: Any
-) -> dict[str, Any]:
-    """The data of a `suspension.expired` event, for the sweep's set-based insert."""
-    data = {
-        "run_id": str(run_id),
-        "suspension_id": str(suspension_id),
-        "scope": scope,
-        "state": RunState.EXPIRED.value,
-        "revision": revision,
-        "reason": reason,
-        "deadline": digests.rfc3339(deadline),
-    }
-    if admission_id is not None:
-        data["admission_id"] = str(admission_id)
-    return data
-
-
-def escalated_data(
-    *, run_id: Any, suspension_id: Any, scope: str, revision: int, deadline: datetime, previous: datetime
-) -> dict[str, Any]:
-    """The data of an `approval.escalated` event (DESIGN §15): an expiry's, still paused, with both deadlines."""
-    data = expired_data(
-        run_id=run_id,
-        suspension_id=suspension_id,
-        scope=scope,
-        revision=revision,
-        reason=Reason.APPROVAL.value,
-        deadline=deadline,
-        admission_id=None,
-    )
-    return {**data, "state": RunState.PAUSED.value, "previous_deadline": digests.rfc3339(previous)}
 
 
 def enqueue_fan_out(ids: list[int] | None, countdown: float | None = None) -> None:
@@ -311,45 +195,13 @@ def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
                 event_id=event.id,
                 run_id=event.run_id,
                 type=event.type,
-                body=body_of(event, endpoint.format),
+                body=presenters.webhook_body(event, endpoint.format),
                 next_attempt_at=now,
                 created_at=now,
             )
             message.stamp_scope(endpoint.scope)
             messages.append(message)
     return messages
-
-
-def body_of(event: OutboxEvent, format: str = WebhookFormat.STANDARD) -> str:
-    """The exact body sent on every attempt: `{"type","timestamp","data"}` as canonical JSON, or Slack's text."""
-    if format == WebhookFormat.SLACK:
-        return digests.canonical({"text": slack_text(event)}).decode("utf-8")
-    body = {"type": event.type, "timestamp": digests.rfc3339(event.created_at), "data": event.data}
-    return digests.canonical(body).decode("utf-8")
-
-
-def slack_text(event: OutboxEvent) -> str:
-    """A readable line for a Slack incoming webhook: agent, tools, deadline and the console link."""
-    d = event.data
-    base = settings.CONSOLE_BASE_URL
-    if event.type == APPROVAL_REQUESTED:
-        tools = ", ".join(d.get("tools") or []) or "a tool"
-        deadline = d.get("deadline") or "no deadline"
-        link = f"{base}/console/approvals/{d.get('suspension_id')}/"
-        text = (
-            f"Approval needed: {_esc(d.get('agent_id') or 'an agent')} wants to call {_esc(tools)} "
-            f"in {_esc(event.scope)}. Deadline: {deadline}."
-        )
-        return f"{text} <{link}|Approve or deny>"
-    link = f"{base}/console/runs/{d.get('run_id')}/"
-    detail = f" ({d['decision']} by {_esc(d.get('decided_by', ''))})" if "decision" in d else ""
-    text = f"{event.type}{detail}: run {d.get('run_id')} in {_esc(event.scope)} is {d.get('state', '?')}."
-    return f"{text} <{link}|Open the run>"
-
-
-def _esc(text: str) -> str:
-    # Slack's control characters: engine-supplied names must not become links or mentions.
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _notify(events: list[OutboxEvent]) -> None:

@@ -4,6 +4,7 @@ from django.db import transaction
 from django.db.models import DurationField, ExpressionWrapper, F
 from django.db.models.functions import Now
 
+from .. import notify
 from ..models import Approval, ApprovalStatus
 
 
@@ -37,3 +38,15 @@ def claim_due_reminders(*, limit: int = 200) -> list[Approval]:
         if due:
             Approval.objects.filter(pk__in=[a.pk for a in due]).update(reminded_at=Now())
     return due
+
+
+def send_due_reminders(*, batch: int = 200) -> int:
+    """Claim and mail every reminder now due, after each claim's commit; returns how many were reminded."""
+    reminded = 0
+    while True:
+        claimed = claim_due_reminders(limit=batch)
+        for approval in claimed:
+            notify.send_approval_mail(approval, kind="reminder")
+        reminded += len(claimed)
+        if len(claimed) < batch:
+            return reminded

@@ -34,6 +34,7 @@ from ..models import (
     Approval,
     ApprovalStatus,
     Event,
+    EventType,
     ExpiryReceipt,
     OnExpiry,
     OutboxEvent,
@@ -44,7 +45,7 @@ from ..models import (
     WebhookEndpoint,
     WebhookMessage,
 )
-from . import outbox
+from . import announce
 
 RUN, EVENT, RECEIPT = Run._meta.db_table, Event._meta.db_table, ExpiryReceipt._meta.db_table
 APPROVAL, ADMISSION, SUSPENSION = Approval._meta.db_table, Admission._meta.db_table, Suspension._meta.db_table
@@ -231,7 +232,7 @@ def _insert_events(rows: list[Due], now: datetime) -> Statement:
 def _announced(row: Due) -> tuple[str, dict[str, Any]]:
     """The outbox row of an expired pause (`suspension.expired`) or an escalation (`approval.escalated`)."""
     if row.kind == ESCALATED:
-        return outbox.APPROVAL_ESCALATED, outbox.escalated_data(
+        return EventType.APPROVAL_ESCALATED, announce.escalated_data(
             run_id=row.run_id,
             suspension_id=row.suspension_id,
             scope=row.scope,
@@ -239,7 +240,7 @@ def _announced(row: Due) -> tuple[str, dict[str, Any]]:
             deadline=row.new_deadline,
             previous=row.expires_at,
         )
-    data = outbox.expired_data(
+    data = announce.expired_data(
         run_id=row.run_id,
         suspension_id=row.suspension_id,
         scope=row.scope,
@@ -250,7 +251,7 @@ def _announced(row: Due) -> tuple[str, dict[str, Any]]:
     )
     if row.kind == DENIED:
         data.update(state=RunState.FAILED.value, on_expiry=OnExpiry.DENY.value)
-    return outbox.SUSPENSION_EXPIRED, data
+    return EventType.SUSPENSION_EXPIRED, data
 
 
 def _insert_outbox(rows: list[Due], now: datetime) -> Statement:

@@ -23,10 +23,11 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
 
-from .. import scopes, selectors
+from .. import presenters, scopes, selectors
 from ..clock import db_now
 from ..exceptions import Forbidden, InvalidRequest, InvalidState, NotFound
 from ..models import (
+    EventType,
     MessageStatus,
     OutboxEvent,
     Role,
@@ -39,17 +40,7 @@ from . import outbox
 
 log = logging.getLogger("suspensions.webhooks")
 
-EVENT_TYPES = (
-    "approval.requested",
-    "approval.decided",
-    "approval.vote",
-    "approval.escalated",
-    "admission.created",
-    "suspension.expired",
-    "run.finished",
-    "run.closed",
-    "webhook.test",
-)
+EVENT_TYPES = tuple(EventType.values)
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
 # DESIGN §14: after a rotation the old secret keeps signing beside the new one for a day.
@@ -249,7 +240,7 @@ def send_test(*, principal: Principal, endpoint_id: UUID | str) -> WebhookMessag
             endpoint=endpoint,
             event_id=event.id,
             type=event.type,
-            body=outbox.body_of(event, endpoint.format),
+            body=presenters.webhook_body(event, endpoint.format),
             next_attempt_at=now,
             created_at=now,
         )

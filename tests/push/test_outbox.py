@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from suspensions import services
 from suspensions.clock import db_now
 from suspensions.models import OutboxEvent, WebhookEndpoint, WebhookMessage
-from suspensions.services import outbox
+from suspensions.services import announce, outbox
 from tests.factories import principal
 from tests.helpers import call, continuation
 
@@ -199,7 +199,7 @@ def test_a_transition_costs_no_more_than_one_extra_statement_for_its_outbox_rows
 
     announced = suspend(runs[0])
     with monkeypatch.context() as m:
-        m.setattr(outbox, "announced", lambda row, extra: iter(()))
+        m.setattr(announce, "announced", lambda row, extra: iter(()))
         silent = suspend(runs[1])
     assert len(outbox_inserts(announced)) == 1 and outbox_inserts(silent) == []
     # The outbox rows cost one INSERT more, whatever the transition announces.
