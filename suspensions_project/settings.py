@@ -108,12 +108,15 @@ else:
     if _pool_max < _pool_min:
         raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
     DATABASES["default"]["OPTIONS"] = {
-        # Django turns psycopg's prepared statements off (None) unless this is set, and then psycopg
-        # ignores the preparation the hot path's fixed statements ask for (suspensions/fixedsql.py).
-        # A threshold no statement reaches keeps psycopg from preparing anything else on its own.
-        # DB_PREPARED_STATEMENTS=0 for a pooler that cannot carry them (PgBouncer in transaction
-        # mode before 1.21): PostgreSQL then parses and plans every statement again.
-        "prepare_threshold": 2**31 - 1 if env.bool("DB_PREPARED_STATEMENTS", default=True) else None,
+        # Off by default (DESIGN §19): behind PgBouncer in transaction mode (before 1.21, or without
+        # max_prepared_statements) a statement prepared on one server connection is missing, or
+        # already there, on the next, and the request fails ("prepared statement _pg3_0 already
+        # exists": tests/ops/test_pgbouncer.py, docs/deploy.md). DB_PREPARED_STATEMENTS=1 opts in
+        # where the service talks to PostgreSQL directly: psycopg then prepares the hot path's
+        # fixed statements (suspensions/fixedsql.py), which it ignores while the threshold is
+        # None (Django's default), and a threshold no statement reaches keeps it from preparing
+        # anything else on its own (docs/performance.md, "The fourth pass").
+        "prepare_threshold": 2**31 - 1 if env.bool("DB_PREPARED_STATEMENTS", default=False) else None,
         "pool": {
             "min_size": _pool_min,
             "max_size": _pool_max,

@@ -6,10 +6,13 @@ inside sends nothing and leaves every row; two writes of one table both land,
 in order; outside a transition (or with ORM_ONLY) a write goes at once; a
 nested transition shares the outer batch; fixedsql keeps one psycopg cursor
 per connection and makes a new one after the connection is closed, and reads times with psycopg's
-compiled loader where that gives the same values as Django's; and (failing
+compiled loader where that gives the same values as Django's; it prepares
+nothing by default (PgBouncer in transaction mode) and, opted in, only the
+fixed statements, once per connection; and (failing
 today, a reported bug) set_rollback(True) inside a transition rolls back quietly, as in atomic().
 """
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -200,7 +203,32 @@ def prepared_statements() -> list[str]:
         return [row[0] for row in c.fetchall()]
 
 
-def test_the_fixed_statements_are_prepared_once_per_connection_and_nothing_else_is():
+@pytest.fixture
+def opted_in() -> Iterator[None]:
+    """This test's connection as DB_PREPARED_STATEMENTS=1 makes every connection (suspensions_project/settings.py).
+
+    Off by default, for PgBouncer in transaction mode (DESIGN §19); an operator whose
+    service talks to PostgreSQL directly opts in.
+    """
+    connection.ensure_connection()
+    raw = connection.connection
+    before = raw.prepare_threshold
+    raw.prepare_threshold = 2**31 - 1
+    yield
+    raw.prepare_threshold = before
+
+
+def test_by_default_nothing_is_prepared_so_the_service_can_run_behind_pgbouncer_in_transaction_mode():
+    connection.ensure_connection()
+    assert connection.connection.prepare_threshold is None  # DB_PREPARED_STATEMENTS unset: off
+    engine, s, v = paused()
+    with connection.cursor() as c:
+        c.execute("DEALLOCATE ALL")
+    resume(engine, s, v)
+    assert prepared_statements() == []
+
+
+def test_the_fixed_statements_are_prepared_once_per_connection_and_nothing_else_is(opted_in):
     engine, s, v = paused()
     with connection.cursor() as c:
         c.execute("DEALLOCATE ALL")  # what the set-up prepared does not count
