@@ -41,6 +41,10 @@ default_pool_size = {pool_size}
 min_pool_size = 0
 reserve_pool_size = 0
 max_client_conn = 200
+; Idle server connections handed out oldest first, not last-used first: a client's next transaction
+; lands on another server connection whenever one is idle, so session state the service relied on
+; would be missing at once, not now and then under load.
+server_round_robin = 1
 ; A request that cannot get a server connection fails within gunicorn's timeout instead of hanging.
 query_wait_timeout = 20
 """

@@ -14,17 +14,23 @@ with no 5xx and no connection error.
 """
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group, User
 from django.db import connection
+from django.test import Client
 
 from suspensions.models import Admission, Approval, Event, Run, Start
 from tests import pgbouncer
-from tests.front_door import Server, start_gunicorn
+from tests.front_door import ROOT, Server, start_gunicorn
 from tests.helpers import call, continuation, snapshot
 from tests.processes import wait_for
 from tests.races.test_approvals_race import assert_one_decision, decision_of
@@ -54,12 +60,22 @@ def bouncer(transactional_db: None, tmp_path) -> Iterator[pgbouncer.PgBouncer]:
 @pytest.fixture
 def web(bouncer: pgbouncer.PgBouncer, tmp_path) -> Iterator[Server]:
     # DB_POOL_MIN = THREADS: each worker's pool opens all its connections, more than PgBouncer has servers.
-    env = {"DB_PREPARED_STATEMENTS": "0", "DB_POOL_MIN": str(THREADS)}
+    env = {"DB_PREPARED_STATEMENTS": "0", "DB_POOL_MIN": str(THREADS), "DJANGO_STATIC_ROOT": str(tmp_path / "static")}
+    collect_static(env)
     server = start_gunicorn(tmp_path, bouncer.url(), workers=WORKERS, threads=THREADS, extra_env=env)
     try:
         yield server
     finally:
         server.stop()
+
+
+def collect_static(env: dict[str, str]) -> None:
+    """collectstatic into the test's STATIC_ROOT, as a deploy does: with DEBUG off the admin needs its manifest."""
+    settings_env = {**os.environ, "DJANGO_DEBUG": "0", **env}
+    collected = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput"], cwd=ROOT, env=settings_env, capture_output=True
+    )
+    assert collected.returncode == 0, collected.stderr.decode()[-2000:]
 
 
 class Traffic:
@@ -71,7 +87,15 @@ class Traffic:
         self.clients: list[Api] = []
 
     def client(self, secret: str) -> "Api":
-        made = Api(self.port, secret, self.answers)
+        """An API client with the bearer token `secret`."""
+        return self.made(f"http://127.0.0.1:{self.port}/api/v1", headers={"Authorization": f"Bearer {secret}"})
+
+    def browser(self, session_key: str) -> "Api":
+        """A signed-in browser: the session cookie of a staff user."""
+        return self.made(f"http://127.0.0.1:{self.port}", cookies={settings.SESSION_COOKIE_NAME: session_key})
+
+    def made(self, base_url: str, **kwargs: Any) -> "Api":
+        made = Api(httpx.Client(base_url=base_url, timeout=TIMEOUT, **kwargs), self.answers)
         self.clients.append(made)
         return made
 
@@ -85,13 +109,10 @@ class Traffic:
 
 
 class Api:
-    """One client's keep-alive connection to the service, its bearer token, every answer noted in `answers`."""
+    """One client's keep-alive connection to the service (with its credentials), every answer noted in `answers`."""
 
-    def __init__(self, port: int, secret: str, answers: list[tuple[str, str, Any]]) -> None:
-        self.http = httpx.Client(
-            base_url=f"http://127.0.0.1:{port}/api/v1", headers={"Authorization": f"Bearer {secret}"}, timeout=TIMEOUT
-        )
-        self.answers = answers
+    def __init__(self, http: httpx.Client, answers: list[tuple[str, str, Any]]) -> None:
+        self.http, self.answers = http, answers
 
     def send(self, method: str, path: str, body: Any = None) -> httpx.Response:
         try:
@@ -279,16 +300,35 @@ def refusal(traffic: Traffic, token: Callable[..., str]) -> None:
     assert snapshot() == before
 
 
+def staff_pages(traffic: Traffic) -> None:
+    """The admin's user and group pages: their permission lists are Django's ModelMultipleChoiceField.
+
+    The field reads its choices with QuerySet.iterator(), which on PostgreSQL is a server-side
+    cursor unless DISABLE_SERVER_SIDE_CURSORS: DECLARE on one server connection, FETCH on the
+    next (with server_round_robin, always another one), "cursor does not exist", a 500.
+    """
+    user = User.objects.create_superuser("operator", "operator@example.com", "not-used-here")
+    group = Group.objects.create(name="reviewers")
+    signed_in = Client()
+    signed_in.force_login(user)
+    browser = traffic.browser(signed_in.cookies[settings.SESSION_COOKIE_NAME].value)
+    for path in (f"/admin/auth/user/{user.pk}/change/", f"/admin/auth/group/{group.pk}/change/"):
+        page = browser.send("GET", path)
+        assert page.status_code == 200, (path, page.status_code, page.text[:300])
+        assert "Can add run" in page.text  # one of the permission choices the cursor read
+
+
 def test_behind_pgbouncer_racers_get_one_winner_each_every_kind_of_request_works_and_nothing_errs(bouncer, web, token):
     traffic = Traffic(web.port)
     try:
         races(traffic, token)
         flows(traffic, token)
         refusal(traffic, token)
+        staff_pages(traffic)
     finally:
         traffic.close()
 
     assert traffic.failures() == []
     raced = 2 * (PAUSES + APPROVAL_PAUSES) + PAUSES * RACERS + APPROVAL_PAUSES * APPROVERS
-    assert len(traffic.answers) == raced + FLOWS * 2 * 13 + 3
+    assert len(traffic.answers) == raced + FLOWS * 2 * 13 + 3 + 2
     assert_shared_server_connections(bouncer)
