@@ -6,6 +6,7 @@ port 6432 play no part. Its log (its stdout) goes to a file the caller names.
 """
 
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -98,6 +99,15 @@ class PgBouncer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def unprivileged_user() -> str:
+    """Who PgBouncer runs as when the tests run as root: postgres where Debian's server made that user."""
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return "nobody"
+    return "postgres"
+
+
 def write_config(directory: Path, settings_dict: dict[str, Any], listen_port: int, pool_size: int) -> Path:
     db = settings_dict
     user = db["USER"]
@@ -112,12 +122,12 @@ def write_config(directory: Path, settings_dict: dict[str, Any], listen_port: in
 
 def start(settings_dict: dict[str, Any], *, pool_size: int, log: Path) -> PgBouncer:
     """PgBouncer in front of the database of `settings_dict` (a Django connection's), serving once this returns."""
-    # PgBouncer refuses to run as root; as root it runs as postgres, so its files must be readable to that user.
+    # PgBouncer refuses to run as root; as root it runs as another user, who must be able to read its files.
     directory = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
     directory.chmod(0o755)
     port = free_port()
     ini = write_config(directory, settings_dict, port, pool_size)
-    argv = [binary(), *(["-u", "postgres"] if os.geteuid() == 0 else []), str(ini)]
+    argv = [binary(), *(["-u", unprivileged_user()] if os.geteuid() == 0 else []), str(ini)]
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     bouncer = PgBouncer(process, directory, port, settings_dict["NAME"], settings_dict["USER"], pool_size, log)
