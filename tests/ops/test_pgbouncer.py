@@ -3,10 +3,13 @@
 Real parts: PgBouncer (Debian's, `make pgbouncer`) on a free port in front of this test's
 database, pool_mode = transaction, with fewer server connections (POOL_SIZE) than the web
 workers hold client connections (WORKERS x THREADS, each worker's pool filled to its maximum):
-consecutive transactions of one Django connection land on whichever server connection is free,
-so anything kept on a session (a prepared statement, a SET, an advisory lock, a LISTEN, a
-temporary table) would be missing or wrong on the next one. gunicorn runs as the README starts
-it, with DATABASE_URL through PgBouncer and DB_PREPARED_STATEMENTS=0 as docs/deploy.md says.
+consecutive transactions of one Django connection land on another server connection (handed
+out round robin, so always when one is idle), and anything kept on a session (a prepared
+statement, a SET, an advisory lock, a LISTEN, a temporary table, a WITH HOLD cursor) would be
+missing or wrong on the next one. gunicorn runs as the README starts it, with DATABASE_URL
+through PgBouncer and DB_PREPARED_STATEMENTS=0 as docs/deploy.md says. With
+DB_PREPARED_STATEMENTS=1 the test fails ('prepared statement "_pg3_1" requires 23', a 503), and
+so it does without the settings' DISABLE_SERVER_SIDE_CURSORS (the admin pages, a 500).
 
 Every request goes over HTTP, each racer on its own keep-alive connection with its own token (so
 the audit trail names the winner), and every answer is counted: the whole load must finish
@@ -305,7 +308,7 @@ def staff_pages(traffic: Traffic) -> None:
 
     The field reads its choices with QuerySet.iterator(), which on PostgreSQL is a server-side
     cursor unless DISABLE_SERVER_SIDE_CURSORS: DECLARE on one server connection, FETCH on the
-    next (with server_round_robin, always another one), "cursor does not exist", a 500.
+    next (with server_round_robin, always another one): 'portal "_django_curs_..." does not exist', a 500.
     """
     user = User.objects.create_superuser("operator", "operator@example.com", "not-used-here")
     group = Group.objects.create(name="reviewers")
