@@ -35,7 +35,7 @@ LINT_ENV := DJANGO_SECRET_KEY=lint DATABASE_URL=postgres://lint@127.0.0.1:5432/l
 # tests/conftest.py), and starts its own servers, Celery workers and Chromium on free ports.
 TEST_WORKERS ?= 2
 
-.PHONY: install install-runtime lock run db check test lint services browser proxy bench clean
+.PHONY: install install-runtime lock run db check test lint services browser proxy pgbouncer bench clean
 
 # Everything: the runtime set and the development/test set (test, lint, bench).
 install: $(VENV_STAMP)
@@ -109,6 +109,13 @@ proxy:
 		pkg=$$(apt-cache show nginx-light >/dev/null 2>&1 && echo nginx-light || echo nginx) && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null)
 
+# Debian's PgBouncer for tests/ops/test_pgbouncer.py, which starts it itself with a temporary ini on a
+# free port (DESIGN §19). On a host with systemd the package also starts its own service on port 6432;
+# nothing here uses that one.
+pgbouncer:
+	command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null)
+
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
@@ -123,7 +130,7 @@ check: install services
 	$(TEST_ENV) .venv/bin/mypy suspensions suspensions_project clients/python/src
 	$(TEST_ENV) $(PY) -m pytest -q -n auto -m "not slow and not browser" $(PYTEST_ARGS)
 
-test: install services browser proxy
+test: install services browser proxy pgbouncer
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/lint-imports --no-cache

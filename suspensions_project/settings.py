@@ -127,6 +127,12 @@ DATABASES["default"]["OPTIONS"] = {
     },
 }
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# QuerySet.iterator() (Django's ModelChoiceField uses it: the admin's user and group pages)
+# would DECLARE a WITH HOLD cursor on one server connection and FETCH from it on the next
+# transaction, which behind PgBouncer in transaction mode is another one: 'portal
+# "_django_curs_..." does not exist', a 500 (tests/ops/test_pgbouncer.py). The service
+# streams no large result, so every read is fetched whole.
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Sign-in failure counts and API throttles. LocMem counts per process; with

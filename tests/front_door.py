@@ -121,8 +121,13 @@ class Server:
                 self.process.wait()
 
 
-def start_gunicorn(directory: Path, db_url: str, *, workers: int = 2, threads: int = 4) -> Server:
-    """gunicorn as the README starts it (gunicorn.conf.py, DEBUG off), on a free port of 127.0.0.1."""
+def start_gunicorn(
+    directory: Path, db_url: str, *, workers: int = 2, threads: int = 4, extra_env: dict[str, str] | None = None
+) -> Server:
+    """gunicorn as the README starts it (gunicorn.conf.py, DEBUG off), on a free port of 127.0.0.1.
+
+    `extra_env` adds to (or overrides) the environment below, as an operator's would.
+    """
     port = free_port()
     env = {
         **os.environ,
@@ -138,6 +143,7 @@ def start_gunicorn(directory: Path, db_url: str, *, workers: int = 2, threads: i
         "GUNICORN_BIND": f"127.0.0.1:{port}",
         "GUNICORN_WORKERS": str(workers),
         "GUNICORN_THREADS": str(threads),
+        **(extra_env or {}),
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     argv = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "suspensions_project.wsgi"]
