@@ -258,8 +258,8 @@ def _insert_outbox(rows: list[Due], now: datetime) -> Statement:
     """One outbox row per expired or escalated pause, under its run's scope (orphans announce nothing)."""
     batch = [{"run_id": r.run_id.hex, "type": kind, "data": data} for r in rows for kind, data in [_announced(r)]]
     return (
-        f"INSERT INTO {OUTBOX} (run_id, scope, scope_l1, scope_l2, scope_l3, type, data, created_at) "
-        f"SELECT r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, v.type, v.data, %s "
+        f"INSERT INTO {OUTBOX} (run_id, scope, scope_l1, scope_l2, scope_l3, type, data, created_at, dispatched_at) "
+        f"SELECT r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, v.type, v.data, %s, NULL "
         f"FROM {_rows('run_id uuid, type text, data jsonb')} JOIN {RUN} r ON r.id = v.run_id",
         [_stamp(now), _json(batch)],
     )

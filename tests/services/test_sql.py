@@ -1,0 +1,139 @@
+"""The hand-written SQL (services/sql.py) held to the models: no field can be dropped by a statement written by hand.
+
+Two guards. Every INSERT in sql.py names every column of its table, read from
+the model's `_meta` (and so from the migrations: makemigrations --check holds
+the models to them). And the rows the sweep, the fan-out and a delivery's
+claim leave are compared field by field with the rows the ORM path builds for
+the same change, so a field set in Python and lost on the way to the
+database fails here (the drift of issue 31: a field added to WebhookMessage
+and set in the fan-out was dropped by a hand-written column list).
+"""
+
+import ast
+import inspect
+import re
+from datetime import timedelta
+
+import pytest
+from django.db.models import Model
+from django.db.models.fields import AutoFieldMixin
+from django.utils.dateparse import parse_datetime
+
+from suspensions import presenters, services
+from suspensions.clock import db_now
+from suspensions.models import Event, OutboxEvent, Run, WebhookMessage
+from suspensions.services import announce, delivery, fan_out_steps, outbox, sql
+from suspensions.services.claims import event
+from tests.helpers import pause
+
+from ..push.conftest import make_endpoint, paused
+
+pytestmark = pytest.mark.django_db
+
+
+def statement_texts() -> list[str]:
+    """Every f-string and string of sql.py as written, `{NAME}` where a table name is interpolated."""
+    texts = []
+    for node in ast.walk(ast.parse(inspect.getsource(sql))):
+        if isinstance(node, ast.JoinedStr):
+            texts.append("".join(_piece(v) for v in node.values))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            texts.append(node.value)
+    return texts
+
+
+def _piece(value: ast.expr) -> str:
+    if isinstance(value, ast.Constant):
+        return str(value.value)
+    assert isinstance(value, ast.FormattedValue)
+    return "{" + ast.unparse(value.value) + "}"
+
+
+def inserted_columns(model: type[Model]) -> set[str]:
+    return {f.column for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin)}
+
+
+INSERT = re.compile(r"INSERT INTO \{(\w+)\} \(([^)]*)\)")
+
+
+def test_every_insert_in_the_hand_written_sql_names_every_column_of_its_table():
+    inserts = [m for text in statement_texts() for m in INSERT.finditer(text)]
+    assert inserts, "sql.py has INSERTs: the parse found none"
+    for found in inserts:
+        model = {m._meta.db_table: m for m in (Event, OutboxEvent, *_models())}[getattr(sql, found.group(1))]
+        named = {c.strip() for c in found.group(2).split(",")}
+        assert named == inserted_columns(model), f"INSERT INTO {model.__name__}: {named ^ inserted_columns(model)}"
+
+
+def _models() -> list[type[Model]]:
+    from django.apps import apps
+
+    return list(apps.get_app_config("suspensions").get_models())
+
+
+def fields_of(row: Model, *, skip: tuple[str, ...] = ("id",)) -> dict[str, object]:
+    return {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields if f.attname not in skip}
+
+
+def test_the_sweeps_event_and_outbox_rows_are_the_rows_the_orm_path_builds(engine):
+    s = pause(engine, ttl_seconds=60)
+    now = db_now() + timedelta(days=2)
+    services.expire_suspensions(now=now)
+    run = Run.objects.get(pk=s["run_id"])
+    written = Event.objects.get(run_id=run.id, kind="expired")
+    data = {"suspension_id": s["id"], "reason": "external_tool", "expires_at": s["expires_at"]}
+    assert fields_of(written) == fields_of(event(run, "expired", sql.SWEEPER, now, **data))
+    announced = OutboxEvent.objects.get(run_id=run.id, type="suspension.expired")
+    built = OutboxEvent(run_id=run.id, type=announced.type, data=announced.data, created_at=now)
+    built.stamp_scope(run.scope)
+    assert fields_of(announced) == fields_of(built)
+    expected = announce.expired_data(
+        run_id=run.id,
+        suspension_id=s["id"],
+        scope=run.scope,
+        revision=run.revision,
+        reason="external_tool",
+        deadline=parse_datetime(s["expires_at"]),
+        admission_id=None,
+    )
+    assert announced.data == expected
+
+
+def test_the_fan_outs_messages_are_stored_exactly_as_built(monkeypatch):
+    make_endpoint("acme")
+    make_endpoint("acme", format="slack")
+    built: list[WebhookMessage] = []
+    dispatch = fan_out_steps.dispatch
+
+    def keep(messages, events, now):
+        built.extend(messages)
+        dispatch(messages, events, now)
+
+    monkeypatch.setattr(outbox.current_app, "send_task", lambda *args, **kwargs: None)
+    monkeypatch.setattr(fan_out_steps, "dispatch", keep)
+    paused(reason="approval")
+    outbox.fan_out()
+    assert len(built) == 2
+    for message in built:
+        assert fields_of(WebhookMessage.objects.get(pk=message.pk), skip=()) == fields_of(message, skip=())
+
+
+def test_a_deliverys_claim_reads_the_message_and_its_endpoint_as_stored(monkeypatch):
+    endpoint = make_endpoint("acme")
+    monkeypatch.setattr(outbox.current_app, "send_task", lambda *args, **kwargs: None)
+    paused(reason="approval")
+    outbox.fan_out()
+    message = WebhookMessage.objects.get()
+    claimed = delivery.claim(message.id)
+    assert claimed is not None
+    stored = (message.id, endpoint.id, message.run_id, endpoint.url, endpoint.format, (endpoint.secret,), message.body)
+    assert (
+        claimed.id,
+        claimed.endpoint_id,
+        claimed.run_id,
+        claimed.url,
+        claimed.format,
+        claimed.secrets,
+        claimed.body,
+    ) == stored
+    assert message.body == presenters.webhook_body(OutboxEvent.objects.get(pk=message.event_id), endpoint.format)
