@@ -205,7 +205,7 @@ class Vote(DecideDoor):
             cast_at=t.now,
         )
         vote.stamp_scope(t.run.scope)
-        vote.save(force_insert=True)
+        t.writes.insert([vote])
         voters = [v.voter for v in self.votes] + [t.principal.name]
         voted = event(
             t.run,
@@ -219,7 +219,7 @@ class Vote(DecideDoor):
         if edited := [c["id"] for c in self.calls if c["edited"]]:
             voted.data["edited"] = edited
         if len(voters) < self.record.quorum:
-            write_events(voted)
+            write_events(t.writes, voted)
             return Voted(run=t.run, suspension_id=t.live.id, quorum=self.record.quorum, voters=voters)
         return self.approved(t, voters, voted if self.record.quorum > 1 else None, calls_text)
 
@@ -236,8 +236,8 @@ class Vote(DecideDoor):
             request_digest=digest,
             state=AdmissionState.ADMITTED,
         )
-        resolve_approval(t.live.id, ApprovalStatus.APPROVED, t.now, t.principal.name, self.note, final_calls=calls_text)
-        write_events(*([voted] if voted is not None else []), admitted)
+        resolve_approval(t, ApprovalStatus.APPROVED, self.note, final_calls=calls_text)
+        write_events(t.writes, *([voted] if voted is not None else []), admitted)
         return Claimed(run=t.run, admission=admission, fresh=True)
 
 
@@ -285,8 +285,8 @@ class Respond(AdmissionDoor[Claimed]):
     def write(self, t: Locked) -> Claimed:
         assert t.live is not None
         admission, admitted = self.admit(t, AdmissionSource.APPROVAL)
-        resolve_approval(t.live.id, ApprovalStatus.RESPONDED, t.now, t.principal.name, response=self.response)
-        write_events(admitted, announce={"decision": "respond"})
+        resolve_approval(t, ApprovalStatus.RESPONDED, response=self.response)
+        write_events(t.writes, admitted, announce={"decision": "respond"})
         return Claimed(run=t.run, admission=admission)
 
 
@@ -331,10 +331,10 @@ class Deny(DecideDoor):
     def write(self, t: Locked) -> Denied:
         live, actor = t.live, t.principal.name
         assert live is not None
-        Suspension.objects.filter(pk=live.pk).delete()
-        resolve_approval(live.id, ApprovalStatus.DENIED, t.now, actor, self.reason)
-        advance(t.run, RunState.FAILED, t.now, error=f"rejected: {self.reason}")
-        write_events(event(t.run, "denied", actor, t.now, suspension_id=str(live.id), reason=self.reason))
+        t.writes.delete(Suspension, live.pk)
+        resolve_approval(t, ApprovalStatus.DENIED, self.reason)
+        advance(t, RunState.FAILED, error=f"rejected: {self.reason}")
+        write_events(t.writes, event(t.run, "denied", actor, t.now, suspension_id=str(live.id), reason=self.reason))
         return Denied(run=t.run, suspension_id=live.id, reason=self.reason)
 
 

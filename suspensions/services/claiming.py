@@ -90,7 +90,9 @@ def through(door: Door[A], *, principal: Principal, run_id: UUID | str) -> A:
         if replay is not None:
             return replay
         door.check(t)
-        return door.write(t)
+        answer = door.write(t)
+        t.writes.send()
+        return answer
 
 
 # -- what the claiming doors share ---------------------------------------------------------------
@@ -156,7 +158,7 @@ def admit(
     live = t.live
     assert live is not None
     suspension_digest = suspension_digest_of(live)
-    advance(t.run, RunState.RUNNING, t.now)
+    advance(t, RunState.RUNNING)
     admission = Admission(
         run_id=t.run.id,
         suspension_id=live.id,
@@ -171,7 +173,7 @@ def admit(
         admitted_at=t.now,
     )
     admission.stamp_scope(t.run.scope)
-    admission.save(force_insert=True)
+    t.writes.insert([admission])
     admitted = event(
         t.run,
         "admitted",

@@ -17,20 +17,19 @@ The one sequence every door follows on these parts is in claiming.py.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 
-from .. import digests, selectors
-from ..clock import ClockTimestamp
+from .. import digests
 from ..exceptions import Forbidden, InputTooLarge, InvalidRequest, NotFound, SuspensionExpired, VersionConflict
 from ..models import Admission, Approval, ApprovalStatus, Event, Run, Start, Suspension
 from ..observability import logs, metrics
 from ..principals import Principal
-from . import outbox
+from . import outbox, sql
 
 FAR_FUTURE = datetime(9999, 12, 31, tzinfo=digests.UTC)
 
@@ -71,25 +70,24 @@ class Claimed:
 
 @dataclass
 class Locked:
-    """A run locked for one transition: the run, its live pause (or None) and the database clock."""
+    """A run locked for one transition: the run, its live pause (or None), the database clock, and the
+    transition's writes, sent in one round trip when the door's `write` returns (sql.Writes)."""
 
     principal: Principal
     run: Run
     live: Suspension | None
     now: datetime
+    writes: sql.Writes = field(default_factory=sql.Writes)
 
 
 def lock_run(principal: Principal, run_id: UUID | str) -> Locked:
     """Lock one visible run (404 otherwise); its live pause and the clock are read in the same statement."""
-    query = selectors.runs(principal).filter(pk=run_id).select_related("suspension")
-    run = query.select_for_update(no_key=True, of=("self",)).annotate(db_now=ClockTimestamp()).first()
-    if run is None:
+    held = None if principal.superuser else principal.scopes_with()
+    found = sql.lock_run(run_id, held) if held != [] else None  # no grants: nothing is visible
+    if found is None:
         raise NotFound(f"run {run_id} not found")
-    try:
-        live: Suspension | None = run.suspension
-    except Suspension.DoesNotExist:
-        live = None
-    return Locked(principal=principal, run=run, live=live, now=run.db_now)  # type: ignore[attr-defined]
+    run, live, now = found
+    return Locked(principal=principal, run=run, live=live, now=now)
 
 
 def require(principal: Principal, role: str, scope: str) -> None:
@@ -109,17 +107,21 @@ def check_deadline(suspension: Suspension, now: datetime) -> None:
         raise SuspensionExpired(f"pause {suspension.id} expired at {digests.rfc3339(suspension.expires_at)}")
 
 
-def advance(run: Run, state: str, now: datetime, **fields: Any) -> int:
+def advance(t: Locked, state: str, **fields: Any) -> int:
     """The run's move, fenced by the revision read under the lock: one UPDATE; returns the new revision.
 
     The guard `revision = <the one read>` always holds under the run lock; it
     is there so the fencing token is visible in the one statement that moves it.
     """
-    revision = run.revision + 1
-    values = {"state": state, "revision": revision, "updated_at": now, **fields}
-    moved = Run.objects.filter(pk=run.pk, revision=run.revision).update(**values)
-    if moved != 1:  # only a caller that did not hold the run lock can get here
-        raise VersionConflict(f"run {run.id} moved past revision {run.revision}")
+    run = t.run
+    held, revision = run.revision, run.revision + 1
+
+    def moved(cursor: Any) -> None:
+        if cursor.rowcount != 1:  # only a caller that did not hold the run lock can get here
+            raise VersionConflict(f"run {run.id} moved past revision {held}")
+
+    values = {"state": state, "revision": revision, "updated_at": t.now, **fields}
+    t.writes.update(Run, {"id": run.pk, "revision": held}, moved, **values)
     for name, value in values.items():
         setattr(run, name, value)
     return revision
@@ -132,18 +134,18 @@ def event(run: Run, kind: str, actor: str, at: datetime, **data: Any) -> Event:
     return row
 
 
-def write_events(*rows: Event, announce: Mapping[str, Any] | None = None) -> None:
+def write_events(writes: sql.Writes, *rows: Event, announce: Mapping[str, Any] | None = None) -> None:
     """The one writer of events: one INSERT for all `rows`, then their outbox rows (services.outbox).
 
     Each row is also one transition for the metrics and one INFO log line,
     both on commit, so nothing else needs to announce it. `announce` adds
     what an event's own data lacks (see `announce.announced`).
     """
-    Event.objects.bulk_create(rows)
+    writes.insert(rows)
     for row in rows:
         metrics.transition(row.kind)
         logs.transition(row)
-    outbox.write(rows, announce or {})
+    outbox.write(writes, rows, announce or {})
 
 
 def bounded_input(value: Any) -> str:
@@ -191,16 +193,15 @@ def write_start(*, t: Locked, admission: Admission, actor: str) -> tuple[Start, 
         started_at=t.now,
     )
     start.stamp_scope(run.scope)
-    start.save(force_insert=True)
+    t.writes.insert([start])
     # The pause is consumed by the start; the admission and start rows are its evidence.
-    Suspension.objects.filter(pk=suspension.pk).delete()
+    t.writes.delete(Suspension, suspension.pk)
     return start, event(run, "started", actor, t.now, suspension_id=str(suspension.id), start_digest=start.digest)
 
 
-def resolve_approval(
-    suspension_id: UUID, status: str, now: datetime, actor: str = "", note: str = "", **decided: str
-) -> None:
-    """Close the pause's approval request, if it has one still pending; `decided`: final_calls or response."""
-    Approval.objects.filter(suspension_id=suspension_id, status=ApprovalStatus.PENDING).update(
-        status=status, resolved_at=now, decided_by=actor, note=note, **decided
-    )
+def resolve_approval(t: Locked, status: str, note: str = "", **decided: Any) -> None:
+    """Close the live pause's approval request, if it has one still pending; `decided`: final_calls or response."""
+    assert t.live is not None
+    pending = {"suspension_id": t.live.id, "status": ApprovalStatus.PENDING}
+    decision: dict[str, Any] = {"status": status, "resolved_at": t.now, "decided_by": t.principal.name, "note": note}
+    t.writes.update(Approval, pending, None, **decision, **decided)

@@ -142,8 +142,8 @@ def _write_closure(t: Locked, admission: Admission, request: ClosureRequest) -> 
     run, actor, now = t.run, t.principal.name, t.now
     text = request.canonical_text(scope=run.scope, actor=actor)
     request_digest = digests.sha256_hex(text)
-    advance(run, RunState.INCOMPLETE, now, error=f"closed as incomplete by {actor}")
-    Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.CLOSED)
+    advance(t, RunState.INCOMPLETE, error=f"closed as incomplete by {actor}")
+    t.writes.update(Admission, {"id": admission.pk}, state=AdmissionState.CLOSED)
     closed = event(
         run,
         "closed",
@@ -154,7 +154,8 @@ def _write_closure(t: Locked, admission: Admission, request: ClosureRequest) -> 
         issuer=request.issuer,
         proof_ref=request.proof_ref,
     )
-    write_events(closed)  # its key is read back: the receipt names its event
+    write_events(t.writes, closed)
+    t.writes.send()  # now, not after `write`: the receipt names its event, whose key the database generates
     receipt = ClosureReceipt(
         run_id=run.id,
         suspension_id=admission.suspension_id,
@@ -167,7 +168,7 @@ def _write_closure(t: Locked, admission: Admission, request: ClosureRequest) -> 
     )
     receipt.stamp_scope(run.scope)
     receipt.digest = digests.closure_digest(receipt)
-    receipt.save(force_insert=True)
+    t.writes.insert([receipt])
     return receipt
 
 

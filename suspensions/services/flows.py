@@ -281,8 +281,8 @@ class Dispatch(AdmissionDoor[Claimed]):
         assert t.live is not None
         admission, admitted = self.admit(t, AdmissionSource.DISPATCH)
         # An approval-reason wait is answered here, not in the inbox: close its request.
-        resolve_approval(t.live.id, ApprovalStatus.APPROVED, t.now, t.principal.name, "answered by dispatch")
-        FlowWait.objects.filter(pk=self.wait.pk).update(live=False)
+        resolve_approval(t, ApprovalStatus.APPROVED, "answered by dispatch")
+        t.writes.update(FlowWait, {"id": self.wait.pk}, live=False)
         # An approval-reason wait answered here is announced as decided too (DESIGN §14).
-        write_events(admitted, announce={"reason": t.live.reason})
+        write_events(t.writes, admitted, announce={"reason": t.live.reason})
         return Claimed(run=t.run, admission=admission)

@@ -35,7 +35,7 @@ from django.db import transaction
 from .. import presenters, scopes
 from ..models import Event, OutboxEvent
 from ..models import WebhookMessage as Message
-from . import announce, fan_out_steps, wakeups
+from . import announce, fan_out_steps, sql, wakeups
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ BATCH = 200
 # -- writing, in the transition's transaction ------------------------------------------------
 
 
-def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
+def write(writes: sql.Writes, rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
     """Insert the outbox rows the saved `rows` announce, in ONE statement, and enqueue their fan-out on commit.
 
     Call inside the transition's transaction, after the events are saved.
@@ -62,7 +62,7 @@ def write(rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
             event.stamp_scope(row.scope)
             built.append(event)
     if built:
-        OutboxEvent.objects.bulk_create(built)
+        writes.insert(built)
         enqueue_fan_out_of(built)
     return built
 

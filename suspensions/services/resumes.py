@@ -56,7 +56,7 @@ class OneShot(AdmissionDoor[Claimed]):
         live = t.live
         admission, admitted = self.admit(t, AdmissionSource.ONE_SHOT, AdmissionState.STARTED)
         start, started = write_start(t=t, admission=admission, actor=t.principal.name)
-        write_events(admitted, started)
+        write_events(t.writes, admitted, started)
         return Claimed(run=t.run, admission=admission, start=start, suspension=live, results=self.ordered)
 
 
@@ -94,7 +94,7 @@ class AgentReply(AdmissionDoor[Claimed]):
 
     def write(self, t: Locked) -> Claimed:
         admission, admitted = self.admit(t, self.source)
-        write_events(admitted)
+        write_events(t.writes, admitted)
         return Claimed(run=t.run, admission=admission)
 
 
@@ -149,10 +149,10 @@ class StartDoor(Door[Claimed]):
     def write(self, t: Locked) -> Claimed:
         admission, live = self.admission, t.live
         assert admission is not None
-        Admission.objects.filter(pk=admission.pk).update(state=AdmissionState.STARTED)
+        t.writes.update(Admission, {"id": admission.pk}, state=AdmissionState.STARTED)
         admission.state = AdmissionState.STARTED
         start, started = write_start(t=t, admission=admission, actor=t.principal.name)
-        write_events(started)
+        write_events(t.writes, started)
         return Claimed(run=t.run, admission=admission, start=start, suspension=live, admission_fresh=False)
 
 

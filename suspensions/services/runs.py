@@ -17,6 +17,7 @@ from ..clock import db_now
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
+from . import sql
 from .claiming import Door, through
 from .claims import (
     FAR_FUTURE,
@@ -46,8 +47,10 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
         now = db_now()
         run = Run(agent_id=agent_id, session_id=session_id, created_at=now, updated_at=now)
         run.stamp_scope(scope)
-        run.save(force_insert=True)
-        write_events(event(run, "registered", principal.name, now, agent_id=agent_id))
+        writes = sql.Writes()
+        writes.insert([run])
+        write_events(writes, event(run, "registered", principal.name, now, agent_id=agent_id))
+        writes.send()
     return run
 
 
@@ -77,12 +80,12 @@ class Suspend(Door[Suspension]):
     def write(self, t: Locked) -> Suspension:
         run, now = t.run, t.now
         suspension = self.pause(t)
-        suspension.save(force_insert=True)
+        t.writes.insert([suspension])
         if self.reason == Reason.APPROVAL:
             open_approval(t, suspension, policies.parse_policy(self.policy))
         # A new pause ends the execution the previous start granted.
-        Admission.objects.filter(run_id=run.id, state=AdmissionState.STARTED).update(state=AdmissionState.DONE)
-        advance(run, RunState.PAUSED, now, last_reason=self.reason)
+        t.writes.update(Admission, {"run_id": run.id, "state": AdmissionState.STARTED}, state=AdmissionState.DONE)
+        advance(t, RunState.PAUSED, last_reason=self.reason)
         expires_at = digests.rfc3339(suspension.expires_at)
         suspended = event(
             run,
@@ -94,7 +97,9 @@ class Suspend(Door[Suspension]):
             expires_at=expires_at,
         )
         # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
-        write_events(suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in self.pending]})
+        write_events(
+            t.writes, suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in self.pending]}
+        )
         suspension.run = run
         return suspension
 
@@ -162,7 +167,7 @@ def open_approval(t: Locked, suspension: Suspension, policy: dict[str, Any]) -> 
         created_at=suspension.created_at,
     )
     approval.stamp_scope(t.run.scope)
-    approval.save(force_insert=True)
+    t.writes.insert([approval])
 
 
 @dataclass
@@ -190,13 +195,13 @@ class Finish(Door[Run]):
     def write(self, t: Locked) -> Run:
         run, live, actor = t.run, t.live, t.principal.name
         if live is not None:
-            Suspension.objects.filter(pk=live.pk).delete()
-            resolve_approval(live.id, ApprovalStatus.CANCELLED, t.now, actor)
+            t.writes.delete(Suspension, live.pk)
+            resolve_approval(t, ApprovalStatus.CANCELLED)
         final = AdmissionState.CANCELLED if self.state == RunState.CANCELLED else AdmissionState.DONE
-        open_states = [AdmissionState.ADMITTED, AdmissionState.STARTED]
-        Admission.objects.filter(run_id=run.id, state__in=open_states).update(state=final)
-        advance(run, self.state, t.now, error=self.error)
-        write_events(event(run, self.kind, actor, t.now, **({"error": self.error} if self.error else {})))
+        for open_state in (AdmissionState.ADMITTED, AdmissionState.STARTED):
+            t.writes.update(Admission, {"run_id": run.id, "state": open_state}, state=final)
+        advance(t, self.state, error=self.error)
+        write_events(t.writes, event(run, self.kind, actor, t.now, **({"error": self.error} if self.error else {})))
         return run
 
 

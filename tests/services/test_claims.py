@@ -42,7 +42,7 @@ class Probe(AdmissionDoor[Claimed]):
 
     def write(self, t: Locked) -> Claimed:
         admission, admitted = self.admit(t, AdmissionSource.AGENT_REPLY)
-        write_events(admitted)
+        write_events(t.writes, admitted)
         return Claimed(run=t.run, admission=admission)
 
 
