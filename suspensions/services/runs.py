@@ -10,7 +10,7 @@ from uuid import UUID
 
 from django.conf import settings
 
-from .. import digests, policies, scopes
+from .. import digests, floors, scopes, selectors
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState, VersionConflict
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
@@ -83,6 +83,9 @@ def suspend_run(
             raise AlreadySuspended(f"run {run.id} already has a live pause")
         if run.state != RunState.RUNNING:
             raise InvalidState(f"run {run.id} is {run.state}")
+        # The policy raised to the scope's approval floors, read before the first write (one attempt, one write).
+        floor = floors.combine(selectors.covering_floors(run.scope)) if reason == Reason.APPROVAL else None
+        applied = floors.apply(floor, approval)
         expires_at = now + timedelta(seconds=ttl) if ttl else None
         suspension = Suspension(
             run=run,
@@ -99,7 +102,7 @@ def suspend_run(
         suspension.stamp_scope(run.scope)
         claims_sql.insert([suspension])
         if reason == Reason.APPROVAL:
-            _open_approval(principal, run, suspension, policies.parse_policy(approval))
+            _open_approval(principal, run, suspension, applied.columns)
         # A new pause ends the execution the previous start granted.
         claims_sql.close_started(run.id)
         move(run, RunState.PAUSED, now, last_reason=reason)
@@ -111,6 +114,7 @@ def suspend_run(
             suspension_id=str(suspension.id),
             reason=reason,
             expires_at=digests.rfc3339(expires_at),
+            **applied.event_data(),
         )
         # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
         write_events(suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in pending]})
