@@ -103,6 +103,19 @@ def _check_satisfiable(changed: _Values, exclude: Any = None) -> None:
             )
 
 
+def check_floor(scope: str, values: dict[str, Any], *, exclude: Any = None) -> None:
+    """400 when `scope` has another floor than `exclude`, or when `values` there would leave some path no on_expiry.
+
+    `values` are every field, checked (check_values). Reads only; the admin's form asks it before saving.
+    """
+    if ApprovalFloor.objects.filter(scope=scope).exclude(pk=exclude).exists():
+        raise InvalidRequest(
+            f"scope {scope} already has an approval floor",
+            errors={"scope": ["This scope has a floor already: change that one."]},
+        )
+    _check_satisfiable(_Values(scope=scope, **values), exclude)
+
+
 def create_floor(*, principal: Principal, scope: str | None, **values: Any) -> ApprovalFloor:
     """A new floor on `scope` (without one: the one scope where the principal is an operator).
 
@@ -123,12 +136,7 @@ def create_floor(*, principal: Principal, scope: str | None, **values: Any) -> A
         raise Forbidden(f"the 'operator' role is required in scope '{scope}'")
     with transaction.atomic():
         _lock_tenant(scope)
-        if ApprovalFloor.objects.filter(scope=scope).exists():
-            raise InvalidRequest(
-                f"scope {scope} already has an approval floor",
-                errors={"scope": ["This scope has a floor already: change that one."]},
-            )
-        _check_satisfiable(_Values(scope=scope, **checked))
+        check_floor(scope, checked)
         now = db_now()
         floor = ApprovalFloor(**checked, created_by=principal.name, created_at=now, updated_by=principal.name)
         floor.updated_at = now
@@ -151,8 +159,7 @@ def update_floor(*, principal: Principal, floor_id: UUID | str, **changes: Any) 
         changed = {k: v for k, v in checked.items() if k in changes and getattr(found, k) != v}
         if not changed:
             return found
-        after = _Values(scope=found.scope, **{k: changed.get(k, getattr(found, k)) for k in FIELDS})
-        _check_satisfiable(after, exclude=found.pk)
+        check_floor(found.scope, {k: changed.get(k, getattr(found, k)) for k in FIELDS}, exclude=found.pk)
         for name, value in changed.items():
             setattr(found, name, value)
         found.updated_by, found.updated_at = principal.name, db_now()
