@@ -58,10 +58,8 @@ class ApprovalFloorDetail(APIView):
 
     @extend_schema(**docs.operation("update_approval_floor", request=s.UpdateApprovalFloor, ok=ONE))
     def patch(self, request: Request, pk: UUID) -> Response:
-        principal = principal_of(request)
-        approval_floors.floor_of(principal, pk)  # 404 before the body is judged: an unseen floor tells nothing
         data = validated(s.UpdateApprovalFloor, request)
-        floor = approval_floors.update_floor(principal=principal, floor_id=pk, **data)
+        floor = approval_floors.update_floor(principal=principal_of(request), floor_id=pk, **data)
         return Response(presenters.approval_floor(floor))
 
     @extend_schema(**docs.operation("delete_approval_floor", ok=ONE))

@@ -92,7 +92,8 @@ def _check_satisfiable(changed: _Values, exclude: Any = None) -> None:
         if f.pk != exclude and f.scope != changed.scope
     ]
     rows: list[Any] = [*others, changed]
-    for bottom in [changed, *(f for f in others if scopes.covers(changed.scope, f.scope))]:
+    bottoms: list[Any] = [changed, *(f for f in others if scopes.covers(changed.scope, f.scope))]
+    for bottom in bottoms:
         chain = [r for r in rows if scopes.covers(r.scope, bottom.scope)]
         combined = floors.combine(chain)
         if combined is not None and not combined.on_expiry:

@@ -6,6 +6,8 @@ and an approver token of the same person that was not linked to them counted
 as a second voter. A floor on the scope raises every pause to it.
 """
 
+import uuid
+
 import pytest
 
 from suspensions import floors
@@ -169,8 +171,10 @@ def test_an_operator_of_another_tenant_sees_and_changes_nothing(operator, globex
     assert globex_operator.get(FLOORS).json()["results"] == []
     refused(lambda: globex_operator.get(f"{FLOORS}/{floor['id']}"), 404, "not_found")
     refused(lambda: patch(globex_operator, floor["id"], {"quorum": 1}), 404, "not_found")
-    # An unseen floor is a 404 whatever the body: a bad body must not tell it exists.
-    refused(lambda: patch(globex_operator, floor["id"], {"quorum": 99}), 404, "not_found")
+    # A bad body is judged first, the same for a floor one cannot see as for no floor at all.
+    unseen = refused(lambda: patch(globex_operator, floor["id"], {"quorum": 99}), 400, "invalid_request")
+    missing = refused(lambda: patch(globex_operator, uuid.uuid4(), {"quorum": 99}), 400, "invalid_request")
+    assert unseen["errors"] == missing["errors"]
     refused(lambda: globex_operator.delete(f"{FLOORS}/{floor['id']}"), 404, "not_found")
     refused(lambda: post(globex_operator, FLOORS, {"scope": "acme", "quorum": 1}), 403, "forbidden")
 
