@@ -154,6 +154,7 @@ def update_floor(*, principal: Principal, floor_id: UUID | str, **changes: Any) 
     """
     checked = check_values(changes)
     with transaction.atomic():
+        # The tenant lock comes before the row lock (create takes only the first): read the scope, lock, re-read.
         found = floor_of(principal, floor_id)
         _lock_tenant(found.scope)
         found = floor_of(principal, floor_id, lock=True)
