@@ -23,6 +23,10 @@ class InvalidRequest(ServiceError):
             self.extra["errors"] = errors
 
 
+class BelowApprovalFloor(ServiceError):
+    status, code, title = 400, "below_approval_floor", "The pause asks for less than its scope's approval floor"
+
+
 class Unauthenticated(ServiceError):
     status, code, title = 401, "unauthenticated", "Authentication required"
 
@@ -37,6 +41,10 @@ class NotEditable(ServiceError):
 
 class SeparationOfDuties(ServiceError):
     status, code, title = 403, "separation_of_duties", "Whoever asked for this approval may not decide it"
+
+
+class PersonRequired(ServiceError):
+    status, code, title = 403, "person_required", "Only a principal linked to a person may decide this approval"
 
 
 class RequiresApproval(ServiceError):

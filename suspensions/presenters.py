@@ -16,6 +16,7 @@ from . import digests
 from .models import (
     Admission,
     Approval,
+    ApprovalFloor,
     ApprovalStatus,
     ApprovalVote,
     ClosureReceipt,
@@ -221,6 +222,7 @@ def approval_body(
         "status": record.status,
         "calls": [asked_call(c) for c in calls],
         "policy": record.policy,
+        "floor": record.floor,
         "votes": [vote_row(v) for v in votes],
         # What was decided: the calls as admitted (an approve) or the answer in words (a respond).
         "final_calls": json.loads(record.final_calls) if record.final_calls else None,
@@ -296,6 +298,22 @@ def parked_body(parked: Any) -> dict[str, Any]:
         "run_revision": suspension.run.revision,
         "reason": suspension.reason,
         "expires_at": digests.rfc3339(suspension.expires_at),
+    }
+
+
+def approval_floor(floor: ApprovalFloor) -> dict[str, Any]:
+    """An approval floor as operators read it."""
+    return {
+        "id": str(floor.id),
+        "scope": floor.scope,
+        "quorum": floor.quorum,
+        "exclude_requester": floor.exclude_requester,
+        "on_expiry": list(floor.on_expiry),
+        "require_linked_person": floor.require_linked_person,
+        "created_by": floor.created_by,
+        "created_at": digests.rfc3339(floor.created_at),
+        "updated_by": floor.updated_by,
+        "updated_at": digests.rfc3339(floor.updated_at),
     }
 
 

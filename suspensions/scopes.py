@@ -36,3 +36,9 @@ def covers(holder: str, scope: str) -> bool:
 def parent(scope: str) -> str:
     """The scope one level up (`acme/support` -> `acme`); a top-level scope is its own (DESIGN §15 escalation)."""
     return scope.rsplit("/", 1)[0] if "/" in scope else scope
+
+
+def path(scope: str) -> list[str]:
+    """The scope and every scope above it, top first (`acme/eu/ops` -> acme, acme/eu, acme/eu/ops)."""
+    parts = scope.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]

@@ -10,6 +10,7 @@ from .models import (
     AdmissionSource,
     AdmissionState,
     Approval,
+    ApprovalFloor,
     ApprovalVote,
     ClosureReceipt,
     DeliveryAttempt,
@@ -182,3 +183,21 @@ def webhook_messages(principal: Principal, endpoint_id: Any) -> QuerySet[Webhook
         .filter(endpoint_id=endpoint_id)
         .prefetch_related(attempts)
     )
+
+
+def approval_floors(principal: Principal) -> QuerySet[ApprovalFloor]:
+    """Floors in scopes where the principal is an operator: like webhooks, the operators' configuration."""
+    return ApprovalFloor.objects.filter(principal.scope_q(Role.OPERATOR))
+
+
+def covering_floors(scope: str) -> QuerySet[ApprovalFloor]:
+    """Every floor on `scope`'s path (its own and its ancestors'): what a pause in `scope` must meet.
+
+    Not a principal's read: the floors bind whoever pauses, whether or not they may see them.
+    """
+    return ApprovalFloor.objects.filter(scope__in=scopes.path(scope))
+
+
+def floors_below(scope: str) -> QuerySet[ApprovalFloor]:
+    """The floors of the scopes under `scope` (not its own): a change to it must leave them satisfiable."""
+    return ApprovalFloor.objects.filter(**{f"scope_l{scopes.depth(scope)}": scope}).exclude(scope=scope)

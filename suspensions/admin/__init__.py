@@ -18,12 +18,14 @@ Every registered ModelAdmin of this app derives from `ScopedAdmin`:
 - Webhook endpoints are created where their secret can be shown once (the
   console and the API); here superusers disable, enable or delete them, and
   messages and the outbox are read-only.
+- Approval floors: staff users read those of their scopes; superusers set,
+  change and delete them through the same services as the API and console.
 - Users and groups carry no scope: superusers only.
 """
 
 from django.contrib import admin
 
-from . import access, push, records  # noqa: F401  (each registers its admins)
+from . import access, floors, push, records  # noqa: F401  (each registers its admins)
 
 admin.site.site_header = "Suspensions admin"
 admin.site.site_title = "Suspensions admin"

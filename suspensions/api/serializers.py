@@ -324,3 +324,28 @@ class CreateWebhook(Strict):
         help_text="`standard`: signed Standard Webhooks JSON; `slack`: an unsigned Slack incoming-webhook message.",
     )
     description = StrictStr(max_length=500, required=False, allow_blank=True, default="")
+
+
+# -- approval floors (issue 32, docs/policies.md "Floors") -------------------------------------
+
+
+class UpdateApprovalFloor(Strict):
+    """The fields to change; each left out stays as it is (services.approval_floors checks them again)."""
+
+    quorum = StrictInt(min_value=1, max_value=5, required=False, help_text="The fewest distinct approvers, 1 to 5.")
+    exclude_requester = StrictBool(required=False, help_text="Separation of duties always applies.")
+    on_expiry = serializers.ListField(
+        child=serializers.ChoiceField(choices=["expire", "deny", "escalate"]),
+        min_length=1,
+        required=False,
+        help_text="The on_expiry values a pause may use, each once.",
+    )
+    require_linked_person = StrictBool(
+        required=False, help_text="Only a principal of a person (a user, or a token linked to one) may decide."
+    )
+
+
+class CreateApprovalFloor(UpdateApprovalFloor):
+    """A new floor; defaults: quorum 1, exclude_requester true, every on_expiry, require_linked_person false."""
+
+    scope = StrictStr(max_length=192, required=False, help_text="May be left out by an operator in exactly one scope.")

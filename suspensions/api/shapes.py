@@ -223,6 +223,15 @@ class PolicyOut(serializers.Serializer):
     on_expiry = serializers.JSONField(help_text='"expire", "deny", or {"escalate": {"extend_seconds": n}}.')
 
 
+class FloorAppliedOut(serializers.Serializer):
+    scopes = serializers.ListField(
+        child=serializers.CharField(), help_text="The scopes of the approval floors that covered the pause, top first."
+    )
+    require_linked_person = serializers.BooleanField(
+        help_text="Only a principal of a person (a user, or a token linked to one) may decide."
+    )
+
+
 class VoteOut(serializers.Serializer):
     voter = serializers.CharField()
     cast_at = serializers.DateTimeField()
@@ -238,7 +247,8 @@ class ApprovalOut(serializers.Serializer):
     agent_id = serializers.CharField()
     status = serializers.ChoiceField(choices=["pending", "approved", "denied", "responded", "expired", "cancelled"])
     calls = AskedCallOut(many=True, help_text="The tool calls that were asked, kept after the pause is gone.")
-    policy = PolicyOut()
+    policy = PolicyOut(help_text="The policy in force: as asked, raised to the scope's approval floors.")
+    floor = FloorAppliedOut(allow_null=True, help_text="The approval floors that covered the pause; null if none.")
     votes = VoteOut(many=True, help_text="Approve votes so far, in order.")
     final_calls = FinalCallOut(many=True, allow_null=True, help_text="Approved: the calls as admitted.")
     response = serializers.CharField(allow_null=True, help_text="Responded: the approver's answer in words.")
@@ -277,6 +287,29 @@ class WebhookEndpointOut(serializers.Serializer):
 
 class WebhookEndpointSecretOut(WebhookEndpointOut):
     secret = serializers.CharField(help_text="The signing secret `whsec_<base64>`: shown in this answer only.")
+
+
+# -- approval floors (issue 32, docs/policies.md "Floors") -------------------------------------
+
+
+class ApprovalFloorOut(serializers.Serializer):
+    """The least an approval pause in `scope`, or below it, must ask for."""
+
+    id = serializers.UUIDField()
+    scope = serializers.CharField()
+    quorum = serializers.IntegerField(help_text="The fewest distinct approvers, 1 to 5.")
+    exclude_requester = serializers.BooleanField(help_text="Separation of duties always applies.")
+    on_expiry = serializers.ListField(
+        child=serializers.ChoiceField(choices=["expire", "deny", "escalate"]),
+        help_text="The on_expiry values a pause may use.",
+    )
+    require_linked_person = serializers.BooleanField(
+        help_text="Only a principal of a person (a user, or a token linked to one) may decide."
+    )
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_by = serializers.CharField()
+    updated_at = serializers.DateTimeField()
 
 
 class DeliveryAttemptOut(serializers.Serializer):

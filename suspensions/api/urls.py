@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import approvals, closures, discovery, flows, receipts, views, webhooks
+from . import approvals, closures, discovery, floors, flows, receipts, views, webhooks
 
 urlpatterns = [
     path("runs", views.RunList.as_view(), name="runs"),
@@ -26,6 +26,8 @@ urlpatterns = [
     path("runs/<uuid:pk>/expiries/<uuid:suspension_id>", receipts.RunExpiry.as_view(), name="run-expiry"),
     path("flow-waits", flows.ParkFlowWait.as_view(), name="flow-waits"),
     path("dispatch/resume", flows.DispatchResume.as_view(), name="dispatch-resume"),
+    path("approval-floors", floors.ApprovalFloorList.as_view(), name="approval-floors"),
+    path("approval-floors/<uuid:pk>", floors.ApprovalFloorDetail.as_view(), name="approval-floor"),
     path("webhooks", webhooks.WebhookList.as_view(), name="webhooks"),
     path("webhooks/<uuid:pk>", webhooks.WebhookDetail.as_view(), name="webhook"),
     path("webhooks/<uuid:pk>/disable", webhooks.DisableWebhook.as_view(), name="webhook-disable"),

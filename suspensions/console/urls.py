@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from ..logins import StaffAuthenticationForm
-from . import approvals, closures, views, webhooks
+from . import approvals, closures, floors, views, webhooks
 
 app_name = "console"
 
@@ -26,6 +26,10 @@ urlpatterns = [
     path("uncertain/", views.uncertain, name="uncertain"),
     path("runs/<uuid:pk>/close", closures.close, name="close"),
     path("runs/<uuid:pk>/closures/<uuid:suspension_id>/", closures.receipt, name="closure"),
+    path("approval-floors/", floors.floor_list, name="floors"),
+    path("approval-floors/new", floors.new_floor, name="floor_new"),
+    path("approval-floors/<uuid:pk>/", floors.edit_floor, name="floor"),
+    path("approval-floors/<uuid:pk>/delete", floors.delete_floor, name="floor_delete"),
     path("webhooks/", webhooks.endpoints, name="webhooks"),
     path("webhooks/new", webhooks.new_endpoint, name="webhook_new"),
     path("webhooks/<uuid:pk>/", webhooks.endpoint, name="webhook"),

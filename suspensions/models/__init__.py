@@ -10,6 +10,7 @@ from django.db.models import Q
 from ..ids import uuid7
 from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
+from .floors import ApprovalFloor
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "AdmissionState",
     "ApiToken",
     "Approval",
+    "ApprovalFloor",
     "ApprovalStatus",
     "ApprovalVote",
     "ClosureReceipt",

@@ -50,6 +50,10 @@ class Approval(Scoped):
     requester_user_id = models.IntegerField(null=True, blank=True)
     on_expiry = models.CharField(max_length=16, choices=OnExpiry.choices, default=OnExpiry.EXPIRE)
     extend_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # What the scope's approval floors added (suspensions/floors.py): only tokens linked to a person may
+    # decide, and the scopes of the floors that covered the pause (comma-joined; empty: none did).
+    require_linked_person = models.BooleanField(default=False)
+    floor_scopes = models.CharField(max_length=800, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
     # What was decided: the calls as admitted (final arguments, `edited`, the original's
     # digest) or the approver's answer in words. `pending` keeps what was asked.
@@ -69,6 +73,13 @@ class Approval(Scoped):
         if self.on_expiry == OnExpiry.ESCALATE:
             on_expiry = {"escalate": {"extend_seconds": self.extend_seconds}}
         return {"quorum": self.quorum, "exclude_requester": self.exclude_requester, "on_expiry": on_expiry}
+
+    @property
+    def floor(self) -> dict[str, object] | None:
+        """The approval floors that covered the pause, as the API shows them; None when no floor did."""
+        if not self.floor_scopes:
+            return None
+        return {"scopes": self.floor_scopes.split(","), "require_linked_person": self.require_linked_person}
 
     def __str__(self) -> str:
         return f"approval {self.suspension_id} ({self.status})"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from .. import digests, policies, selectors
+from .. import digests, floors, policies, selectors
 from ..exceptions import (
     InvalidRequest,
     NotSuspended,
@@ -99,7 +99,9 @@ def check_duties(principal: Principal, record: Approval) -> None:
     """DESIGN §15 separation of duties: with `exclude_requester`, whoever stored the pause may not decide it.
 
     The same person counts whatever principal they use: a user, or a token linked to that user.
+    An approval floor may demand that only principals of a person decide (floors.check_person).
     """
+    floors.check_person(principal, record)
     if not record.exclude_requester:
         return
     same_user = principal.user_id is not None and principal.user_id == record.requester_user_id

@@ -12,7 +12,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import transaction
 
-from .. import digests, policies, scopes
+from .. import digests, floors, scopes, selectors
 from ..clock import db_now
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
@@ -66,6 +66,7 @@ class Suspend(Door[Suspension]):
     ttl: int
     correlation_id: str
     policy: dict[str, Any] | None
+    applied: floors.Applied | None = None
     role = Role.ENGINE
 
     def earlier(self, t: Locked) -> None:
@@ -77,12 +78,18 @@ class Suspend(Door[Suspension]):
             raise InvalidState(f"run {run.id} is {run.state}")
         return None
 
+    def check(self, t: Locked) -> None:
+        """The policy raised to the scope's approval floors, or refused below one (docs/policies.md, "Floors")."""
+        floor = floors.combine(selectors.covering_floors(t.run.scope)) if self.reason == Reason.APPROVAL else None
+        self.applied = floors.apply(floor, self.policy)
+
     def write(self, t: Locked) -> Suspension:
-        run, now = t.run, t.now
+        run, now, applied = t.run, t.now, self.applied
+        assert applied is not None
         suspension = self.pause(t)
         t.writes.insert([suspension])
         if self.reason == Reason.APPROVAL:
-            open_approval(t, suspension, policies.parse_policy(self.policy))
+            open_approval(t, suspension, applied.columns)
         # A new pause ends the execution the previous start granted.
         t.writes.update(Admission, {"run_id": run.id, "state": AdmissionState.STARTED}, state=AdmissionState.DONE)
         advance(t, RunState.PAUSED, last_reason=self.reason)
@@ -95,6 +102,7 @@ class Suspend(Door[Suspension]):
             suspension_id=str(suspension.id),
             reason=self.reason,
             expires_at=expires_at,
+            **applied.event_data(),
         )
         # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
         write_events(

@@ -87,10 +87,12 @@ def world(token):
         {"version": version(tool), "results": [{"call_id": "c1", "content": "ok"}]},
     ).json()
     reply = pause(engine, reason="agent_reply")
+    floor = post(engine, "/api/v1/approval-floors", {"scope": "acme/fuzz", "quorum": 2}).json()
     ids = {
         "run": [approval["run_id"], tool["run_id"], reply["run_id"]],
         "suspension": [approval["id"], reply["id"], tool["id"]],
         "admission": [resumed["admission"]["id"]],
+        "floor": [floor["id"]],
     }
     return secrets, ids
 
@@ -100,6 +102,8 @@ def kind_of(path: str, name: str) -> str:
         return "suspension"
     if path.startswith("/api/v1/admissions"):
         return "admission"
+    if path.startswith("/api/v1/approval-floors"):
+        return "floor"
     return "run"
 
 

@@ -49,6 +49,8 @@ def kind(path: str, name: str) -> str:
         return "message"
     if path.startswith("/api/v1/webhooks/"):
         return "webhook"
+    if path.startswith("/api/v1/approval-floors/"):
+        return "floor"
     assert path.startswith("/api/v1/runs/"), f"no object kind known for {path}: add it to kind()"
     return "run"
 
@@ -86,12 +88,14 @@ def acme(db, token):
     reply = pause(owner, reason="agent_reply")
     hook = post(owner, "/api/v1/webhooks", {"scope": "acme", "url": "https://hooks.example.com/acme"}).json()
     sent = post(owner, f"/api/v1/webhooks/{hook['id']}/test", {}).json()
+    floor = post(owner, "/api/v1/approval-floors", {"scope": "acme", "quorum": 2}).json()
     ids = {
         "run": approval["run_id"],
         "suspension": approval["id"],
         "admission": resumed["admission"]["id"],
         "webhook": hook["id"],
         "message": sent["id"],
+        "floor": floor["id"],
     }
     every = {
         approval["run_id"],
@@ -103,6 +107,7 @@ def acme(db, token):
         reply["id"],
         hook["id"],
         sent["id"],
+        floor["id"],
     }
     return ids, every
 
@@ -174,7 +179,8 @@ def test_a_staff_member_of_another_scope_gets_404_on_every_console_page_with_an_
     for route in routes:
         url = "/" + route.replace("<uuid:suspension_id>", ids["suspension"])
         url = url.replace("<uuid:message_id>", ids["message"])
-        owner = "suspension" if "approvals" in route else "webhook" if "webhooks" in route else "run"
+        owners = {"approvals": "suspension", "webhooks": "webhook", "approval-floors": "floor"}
+        owner = next((o for part, o in owners.items() if f"console/{part}/" in route), "run")
         url = url.replace("<uuid:pk>", ids[owner])
         before = snapshot()
         answers = {method: getattr(browser, method)(url) for method in ("get", "post")}

@@ -187,8 +187,10 @@ class World:
 
     def send(self, role: str, method: str, path: str, body: Any = None) -> Any:
         c = self.clients[role]
-        if method == "get":
-            return c.get(path)
+        if method in ("get", "delete"):
+            return getattr(c, method)(path)
+        if method == "patch":
+            return c.patch(path, data=json.dumps(body), content_type="application/json")
         return c.post(path, data=json.dumps(body) if body is not None else None, content_type="application/json")
 
     def made(self, role: str, path: str, body: Any = None) -> dict[str, Any]:
@@ -252,6 +254,10 @@ class World:
         self.ids[v.WEBHOOK_ID] = self.made("operator", "/api/v1/webhooks", body)["id"]
         return self
 
+    def floor(self) -> "World":
+        self.ids[v.FLOOR_ID] = self.made("operator", "/api/v1/approval-floors", {"quorum": 2})["id"]
+        return self
+
     def message(self) -> "World":
         self.webhook()
         sent = self.made("operator", f"/api/v1/webhooks/{self.ids[v.WEBHOOK_ID]}/test")
@@ -267,7 +273,7 @@ class World:
 
     def path(self, template: str) -> str:
         kind = {"runs": v.RUN_ID, "approvals": v.SUSPENSION_ID, "suspensions": v.SUSPENSION_ID}
-        kind |= {"admissions": v.ADMISSION_ID, "webhooks": v.WEBHOOK_ID}
+        kind |= {"admissions": v.ADMISSION_ID, "webhooks": v.WEBHOOK_ID, "approval-floors": v.FLOOR_ID}
         first = template.split("/")[3]
         names = {"{id}": kind.get(first, ""), "{suspension_id}": v.SUSPENSION_ID, "{message_id}": v.MESSAGE_ID}
         return self.filled(re.sub(r"\{[a-z_]+\}", lambda m: names[m.group(0)], template))
@@ -302,6 +308,11 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "park_flow_wait": lambda w: w,
     "resume_flow_wait": World.parked,
     ("resume_flow_wait", "AnApprovalWait"): lambda w: w.parked(v.PARK_APPROVAL),
+    "create_approval_floor": lambda w: w,
+    "list_approval_floors": World.floor,
+    "get_approval_floor": World.floor,
+    "update_approval_floor": World.floor,
+    "delete_approval_floor": World.floor,
     "create_webhook": lambda w: w,
     "list_webhooks": World.webhook,
     "get_webhook": World.webhook,

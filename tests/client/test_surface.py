@@ -32,6 +32,8 @@ METHODS = {
     "run-expiry": ["get_expiry"],
     "flow-waits": ["park_flow_wait"],
     "dispatch-resume": ["dispatch_resume"],
+    "approval-floors": ["create_approval_floor", "list_approval_floors"],
+    "approval-floor": ["get_approval_floor", "update_approval_floor", "delete_approval_floor"],
     "webhooks": ["create_webhook", "list_webhooks"],
     "webhook": ["get_webhook"],
     "webhook-disable": ["disable_webhook"],

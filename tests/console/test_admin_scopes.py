@@ -23,6 +23,7 @@ from suspensions.models import (
     Admission,
     ApiToken,
     Approval,
+    ApprovalFloor,
     ApprovalVote,
     ClosureReceipt,
     DeliveryAttempt,
@@ -206,6 +207,23 @@ def build_webhook(scope: str) -> WebhookEndpoint:
     )
 
 
+def build_floor(scope: str) -> ApprovalFloor:
+    # One floor per scope: a second row asked of the same scope goes one level below it, still inside it.
+    if ApprovalFloor.objects.filter(scope=scope).exists():
+        scope = f"{scope}/f{uuid.uuid4().hex[:8]}"
+    now = timezone.now()
+    return stamped(
+        ApprovalFloor,
+        scope,
+        quorum=2,
+        on_expiry=["expire"],
+        created_by=f"token:ops-{scope}",
+        created_at=now,
+        updated_by=f"token:ops-{scope}",
+        updated_at=now,
+    )
+
+
 def build_outbox(scope: str) -> OutboxEvent:
     return stamped(OutboxEvent, scope, run_id=uuid.uuid4(), type="run.finished", created_at=timezone.now())
 
@@ -257,6 +275,7 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
     ApiToken: build_token,
     Membership: build_membership,
     WebhookEndpoint: build_webhook,
+    ApprovalFloor: build_floor,
     WebhookMessage: build_message,
     OutboxEvent: build_outbox,
 }

@@ -7,7 +7,7 @@ Each view names its operation id, its request shape and its 2xx shapes:
 `operation()` adds the rest from the tables of this package: summary,
 description, tag, request and answer examples, and one problem+json answer
 per error status the operation can give, naming its codes. The tables are
-per door (runs.py, claims.py, flows.py, webhooks.py); each holds
+per door (runs.py, claims.py, flows.py, floors.py, webhooks.py); each holds
 OPERATIONS (the words and the error codes), EXAMPLES and REFUSALS (problem
 examples). tests/api/test_openapi.py posts every request example.
 """
@@ -18,13 +18,13 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 
 from ... import exceptions
 from ..shapes import Problem
-from . import claims, flows, runs, webhooks
+from . import claims, floors, flows, runs, webhooks
 from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc
 
 __all__ = ["EXAMPLES", "FIELD_HELP", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "operation"]
 
 PROBLEM_JSON = "application/problem+json"
-_DOORS = (runs, claims, flows, webhooks)
+_DOORS = (runs, claims, flows, floors, webhooks)
 OPERATIONS: dict[str, Doc] = {k: doc for door in _DOORS for k, doc in door.OPERATIONS.items()}
 EXAMPLES: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.EXAMPLES.items()}
 REFUSALS: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.REFUSALS.items()}

@@ -37,6 +37,11 @@ TAGS = [
         "dispatch. A wait's scope is `tenant/env`.",
     },
     {
+        "name": "approval floors",
+        "description": "Per-scope minimums an approval pause cannot go below: quorum, separation of duties, "
+        "on_expiry, decisions by people only (operator).",
+    },
+    {
         "name": "webhooks",
         "description": "Push instead of polling: endpoints, signed deliveries, tests and redeliveries (operator).",
     },
@@ -67,6 +72,8 @@ MEANING = {
     "input_too_large": "the retained input is over 8 MiB",
     "request_too_large": "the body is over 8 MiB + 64 KiB",
     "results_mismatch": "results do not match the pending calls one to one",
+    "below_approval_floor": "the pause's `on_expiry` is one its scope's approval floors do not allow; names them",
+    "person_required": "the approval's floor lets only a user, or a token linked to one, decide",
     "separation_of_duties": "whoever stored the pause may not decide it (the policy's `exclude_requester`)",
     "not_editable": "`calls` edits a call that is not `editable`",
     "vote_mismatch": "this vote approves other calls than the votes before it",

@@ -37,7 +37,7 @@ OPERATIONS = {
         "with `fresh: false`; another approver's is a conflict.",
         errors={
             400: ("invalid_request",),
-            403: ("forbidden", "not_an_approval", "separation_of_duties", "not_editable"),
+            403: ("forbidden", "not_an_approval", "separation_of_duties", "not_editable", "person_required"),
             404: ("not_found",),
             409: (*CLAIM_CONFLICTS, "vote_mismatch"),
             410: ("suspension_expired",),
@@ -161,6 +161,7 @@ APPROVAL = {
     "status": "pending",
     "calls": [{**v.APPROVAL_CALL, "editable": False, "arguments_schema": None}],
     "policy": {"quorum": 1, "exclude_requester": True, "on_expiry": "expire"},
+    "floor": None,
     "votes": [],
     "final_calls": None,
     "response": None,

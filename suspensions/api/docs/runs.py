@@ -57,9 +57,10 @@ OPERATIONS = {
         "An `agent_reply` pause holds exactly one call, with `reply_with`; other reasons must not use it. "
         "`ttl_seconds` 0 means no deadline (`expires_at: null`); absent means the default (86400 s). "
         "Answers the pause with `run_revision`: the claim version is `{run_id, suspension_id: id, run_revision}`. "
-        "A repeated suspend is not a replay (409).",
+        "A repeated suspend is not a replay (409). An `approval` pause gets its policy raised to the approval "
+        'floors of its scope (docs/policies.md, "Floors"); an `on_expiry` they do not allow is a 400.',
         errors={
-            400: ("invalid_request",),
+            400: ("invalid_request", "below_approval_floor"),
             403: ("forbidden",),
             404: ("not_found",),
             409: (STALE, "already_suspended", "invalid_state"),

@@ -14,6 +14,7 @@ SUSPENSION_ID = "01a22e4f-498d-7217-9bf1-db5125ee1858"
 ADMISSION_ID = "01a22e4f-5e9f-71ea-966d-27b48316a991"
 WEBHOOK_ID = "01a22e4f-351f-71a9-8405-e222bcbd535d"
 MESSAGE_ID = "01a22e4f-fe52-7465-a848-1b61f2b249eb"
+FLOOR_ID = "01a22e4f-2c4d-7b1e-9a3f-5e6d7c8b9a01"
 REQUEST_DIGEST = "cd0632817fe245e8251cff92427ec750e126c8afb4bdaecbf0fef127ab164c42"
 SUSPENSION_DIGEST = "8ebee46803a6ae06b950f356fba0a175a7e9b2b1e353ee8a840cef71fbf546b0"
 START_DIGEST = "7a1afae4c9a7f0d5a0e3d1b9f6c2e8a4b5d7c3e1f9a2b4c6d8e0f1a3b5c7d9e2"
@@ -28,6 +29,7 @@ PLACEHOLDERS = (
     ADMISSION_ID,
     WEBHOOK_ID,
     MESSAGE_ID,
+    FLOOR_ID,
     REQUEST_DIGEST,
     START_DIGEST,
     CORRELATION_ID,
@@ -265,6 +267,22 @@ def endpoint(**fields: Any) -> dict[str, Any]:
         "created_by": OPERATOR,
         "created_at": AT,
         "previous_secret_expires_at": None,
+        **fields,
+    }
+
+
+def floor(**fields: Any) -> dict[str, Any]:
+    return {
+        "id": FLOOR_ID,
+        "scope": "demo",
+        "quorum": 2,
+        "exclude_requester": True,
+        "on_expiry": ["expire", "deny"],
+        "require_linked_person": True,
+        "created_by": OPERATOR,
+        "created_at": AT,
+        "updated_by": OPERATOR,
+        "updated_at": AT,
         **fields,
     }
 

@@ -1,6 +1,7 @@
-"""The other endpoints, each as one `Call`: approvals read, receipts, closures, flow waits, discovery, webhooks.
+"""The other endpoints, each as one `Call`: approvals read, receipts, closures, flow waits, discovery, webhooks,
+approval floors.
 
-docs/api.md §7.3-§7.8. Writes that a resend could do twice (create a webhook,
+docs/api.md §7.3-§7.9. Writes that a resend could do twice (create a webhook,
 rotate its secret, send a test, redeliver, park a flow wait) are not resent
 after a lost answer: `ConnectionLost(maybe_applied=True)` says so instead.
 """
@@ -18,6 +19,7 @@ from .models import Page
 from .records import (
     AgentReplyRuns,
     Approval,
+    ApprovalFloor,
     ClosureReceipt,
     ExpiryReceipt,
     ParkedWait,
@@ -181,3 +183,62 @@ def redeliver(endpoint_id: str, message_id: str) -> Call[WebhookMessage]:
     """Make a delivered or failed message pending again, due now (202)."""
     path = f"/webhooks/{endpoint_id}/messages/{message_id}/redeliver"
     return Call("POST", path, of(WebhookMessage.from_json), resend=False)
+
+
+# -- approval floors (operator) -------------------------------------------------------------
+
+
+def create_approval_floor(
+    *,
+    scope: str | None = None,
+    quorum: int | None = None,
+    exclude_requester: bool | None = None,
+    on_expiry: Sequence[str] | None = None,
+    require_linked_person: bool | None = None,
+) -> Call[ApprovalFloor]:
+    """A new approval floor on `scope` (one per scope); fields left out take their defaults.
+
+    Not resent after a lost answer: a resend would meet the floor it made (400).
+    """
+    body = compact(
+        scope=scope,
+        quorum=quorum,
+        exclude_requester=exclude_requester,
+        on_expiry=list(on_expiry) if on_expiry is not None else None,
+        require_linked_person=require_linked_person,
+    )
+    return Call("POST", "/approval-floors", of(ApprovalFloor.from_json), body, resend=False)
+
+
+def list_approval_floors(*, cursor: str | None = None, page_size: int | None = None) -> Call[Page[ApprovalFloor]]:
+    """The floors of the caller's operator scopes, newest first."""
+    params = query(cursor=cursor, page_size=page_size)
+    return Call("GET", "/approval-floors", page_of(ApprovalFloor.from_json), params=params)
+
+
+def get_approval_floor(floor_id: str) -> Call[ApprovalFloor]:
+    """One approval floor."""
+    return Call("GET", f"/approval-floors/{floor_id}", of(ApprovalFloor.from_json))
+
+
+def update_approval_floor(
+    floor_id: str,
+    *,
+    quorum: int | None = None,
+    exclude_requester: bool | None = None,
+    on_expiry: Sequence[str] | None = None,
+    require_linked_person: bool | None = None,
+) -> Call[ApprovalFloor]:
+    """Change the fields given (the scope stays); the same change again changes nothing."""
+    body = compact(
+        quorum=quorum,
+        exclude_requester=exclude_requester,
+        on_expiry=list(on_expiry) if on_expiry is not None else None,
+        require_linked_person=require_linked_person,
+    )
+    return Call("PATCH", f"/approval-floors/{floor_id}", of(ApprovalFloor.from_json), body)
+
+
+def delete_approval_floor(floor_id: str) -> Call[ApprovalFloor]:
+    """Delete a floor; answers it as it was. Not resent after a lost answer (a resend would be a 404)."""
+    return Call("DELETE", f"/approval-floors/{floor_id}", of(ApprovalFloor.from_json), resend=False)

@@ -79,6 +79,12 @@ class Endpoints:
     park_flow_wait = Op(more.park_flow_wait)
     dispatch_resume = Op(more.dispatch_resume)
     agent_reply_runs = Op(more.agent_reply_runs)
+    # approval floors
+    create_approval_floor = Op(more.create_approval_floor)
+    list_approval_floors = Op(more.list_approval_floors)
+    get_approval_floor = Op(more.get_approval_floor)
+    update_approval_floor = Op(more.update_approval_floor)
+    delete_approval_floor = Op(more.delete_approval_floor)
     # webhooks
     create_webhook = Op(more.create_webhook)
     list_webhooks = Op(more.list_webhooks)

@@ -131,6 +131,12 @@ class InvalidRequest(BadRequest):
     code = "invalid_request"
 
 
+class BelowApprovalFloor(BadRequest):
+    """The pause names an on_expiry its scope's approval floors do not allow (`floors` in the problem)."""
+
+    code = "below_approval_floor"
+
+
 class Unauthenticated(AuthenticationFailed):
     code = "unauthenticated"
 
@@ -165,6 +171,12 @@ class SeparationOfDuties(PermissionDenied):
 
 class NotEditable(PermissionDenied):
     code = "not_editable"
+
+
+class PersonRequired(PermissionDenied):
+    """The approval's floor lets only a user, or a token linked to one, decide."""
+
+    code = "person_required"
 
 
 class NotFound(NotFoundError):
@@ -273,6 +285,7 @@ BY_CODE: dict[str, type[SuspensionsError]] = {
     cls.code: cls
     for cls in (
         InvalidRequest,
+        BelowApprovalFloor,
         Unauthenticated,
         Forbidden,
         RequiresApproval,
@@ -282,6 +295,7 @@ BY_CODE: dict[str, type[SuspensionsError]] = {
         BadToken,
         SeparationOfDuties,
         NotEditable,
+        PersonRequired,
         NotFound,
         MethodNotAllowed,
         NotAcceptable,

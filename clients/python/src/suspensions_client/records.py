@@ -37,6 +37,7 @@ class Approval:
     final_calls: list[JSON] | None = None
     response: str | None = None
     escalated_at: datetime | None = None
+    floor: JSON | None = None
     raw: JSON = raw_field()
 
     @classmethod
@@ -64,6 +65,7 @@ class Approval:
             final_calls=data.get("final_calls"),
             response=data.get("response"),
             escalated_at=when(data.get("escalated_at")),
+            floor=data.get("floor"),
             raw=data,
         )
 
@@ -215,6 +217,39 @@ class WebhookEndpoint:
             created_at=at(data["created_at"]),
             previous_secret_expires_at=when(data.get("previous_secret_expires_at")),
             secret=data.get("secret"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalFloor:
+    """The least an approval pause in `scope`, or below it, asks for (docs/policies.md, "Floors")."""
+
+    id: str
+    scope: str
+    quorum: int
+    exclude_requester: bool
+    on_expiry: list[str]
+    require_linked_person: bool
+    created_by: str
+    created_at: datetime
+    updated_by: str
+    updated_at: datetime
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> ApprovalFloor:
+        return cls(
+            id=data["id"],
+            scope=data["scope"],
+            quorum=data["quorum"],
+            exclude_requester=data["exclude_requester"],
+            on_expiry=list(data["on_expiry"]),
+            require_linked_person=data["require_linked_person"],
+            created_by=data["created_by"],
+            created_at=at(data["created_at"]),
+            updated_by=data["updated_by"],
+            updated_at=at(data["updated_at"]),
             raw=data,
         )
 

@@ -1,0 +1,68 @@
+"""Approval floors over HTTP (issue 32, docs/policies.md "Floors"): the operator's routes, scoped like webhooks.
+
+Every write is one service call (services/approval_floors.py); a refusal is
+the service's problem+json and writes nothing.
+"""
+
+from typing import Any
+from uuid import UUID
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import generics
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import presenters, selectors
+from ..models import ApprovalFloor
+from ..services import approval_floors
+from . import docs, shapes
+from . import serializers as s
+from .authentication import principal_of
+from .views import validated
+
+ONE = {200: shapes.ApprovalFloorOut}
+
+
+@extend_schema_view(get=extend_schema(**docs.operation("list_approval_floors", ok=ONE)))
+class ApprovalFloorList(generics.ListAPIView):
+    """The floors of the caller's operator scopes, newest first (403 without the role anywhere)."""
+
+    serializer_class = shapes.ApprovalFloorOut
+
+    def get_queryset(self) -> QuerySet[ApprovalFloor]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
+            return ApprovalFloor.objects.none()
+        principal = principal_of(self.request)
+        approval_floors.require_operator(principal)
+        return selectors.approval_floors(principal)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([presenters.approval_floor(f) for f in page or []])
+
+    @extend_schema(
+        **docs.operation("create_approval_floor", request=s.CreateApprovalFloor, ok={201: shapes.ApprovalFloorOut})
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(s.CreateApprovalFloor, request)
+        floor = approval_floors.create_floor(principal=principal_of(request), **{"scope": None, **data})
+        return Response(presenters.approval_floor(floor), status=201)
+
+
+class ApprovalFloorDetail(APIView):
+    @extend_schema(**docs.operation("get_approval_floor", ok=ONE))
+    def get(self, request: Request, pk: UUID) -> Response:
+        return Response(presenters.approval_floor(approval_floors.floor_of(principal_of(request), pk)))
+
+    @extend_schema(**docs.operation("update_approval_floor", request=s.UpdateApprovalFloor, ok=ONE))
+    def patch(self, request: Request, pk: UUID) -> Response:
+        data = validated(s.UpdateApprovalFloor, request)
+        floor = approval_floors.update_floor(principal=principal_of(request), floor_id=pk, **data)
+        return Response(presenters.approval_floor(floor))
+
+    @extend_schema(**docs.operation("delete_approval_floor", ok=ONE))
+    def delete(self, request: Request, pk: UUID) -> Response:
+        floor = approval_floors.delete_floor(principal=principal_of(request), floor_id=pk)
+        return Response(presenters.approval_floor(floor))
