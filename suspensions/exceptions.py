@@ -23,6 +23,14 @@ class InvalidRequest(ServiceError):
             self.extra["errors"] = errors
 
 
+class UnusableSchema(InvalidRequest):
+    """A call's arguments_schema cannot be applied to an edit: 400, never a 500 (issue 32).
+
+    A pause stored before the schema checks may hold a schema they refuse; any
+    edit may cost more than the validation budget (suspensions/schemas.py).
+    """
+
+
 class Unauthenticated(ServiceError):
     status, code, title = 401, "unauthenticated", "Authentication required"
 
