@@ -145,6 +145,11 @@ def new_request_budget(**_: Any) -> None:
     _budget.set(Budget())
 
 
+def end_request_budget(**_: Any) -> None:
+    """request_finished: what runs next in this thread (a task, a shell) budgets each validation alone."""
+    _budget.set(None)
+
+
 def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
     """`keyword`, spending one step of the running validation's budget each time it is applied."""
 
