@@ -51,7 +51,11 @@ def create_token(
 
 @dataclass(frozen=True)
 class LiveToken:
-    """What authentication needs of a live token: who it is, what it holds, when it was last used."""
+    """What authentication needs of a live token: who it is, what it holds, when it was last used.
+
+    `user_staff`: whether the user the token acts for has staff status (None
+    for a token linked to no one); the people's roles need it (principals.py).
+    """
 
     id: UUID
     name: str
@@ -59,23 +63,32 @@ class LiveToken:
     roles: str
     user_id: int | None
     last_used_at: datetime | None
+    user_staff: bool | None = None
 
     @property
     def pk(self) -> UUID:
         return self.id
 
 
+_USERS = ApiToken._meta.get_field("user").related_model._meta.db_table  # type: ignore[union-attr]
 # One indexed SELECT (token_hash is unique) of the columns a request needs, no model instance; the
 # database clock decides expiry, as in the ORM query below (Django's Now() is STATEMENT_TIMESTAMP()).
+# A token linked to a user acts for that user only while the user is active (issue 32): the same
+# statement reads the user's row, so deactivating someone stops their tokens at the next request.
 LIVE_TOKEN_SQL = (
-    f"SELECT id, name, scope, roles, user_id, last_used_at FROM {ApiToken._meta.db_table}"
-    " WHERE token_hash = %s AND NOT revoked AND (expires_at IS NULL OR expires_at > STATEMENT_TIMESTAMP())"
+    f"SELECT t.id, t.name, t.scope, t.roles, t.user_id, t.last_used_at, u.is_staff"
+    f" FROM {ApiToken._meta.db_table} t LEFT JOIN {_USERS} u ON u.id = t.user_id"
+    " WHERE t.token_hash = %s AND NOT t.revoked"
+    " AND (t.expires_at IS NULL OR t.expires_at > STATEMENT_TIMESTAMP())"
+    " AND (t.user_id IS NULL OR u.is_active)"
 )
-LIVE_TOKEN_COLUMNS = ("id", "name", "scope", "roles", "user_id", "last_used_at")
+LIVE_TOKEN_COLUMNS = ("id", "name", "scope", "roles", "user_id", "last_used_at", "user__is_staff")
 
 
 def live_token(token_hash: str) -> LiveToken | None:
-    """The unrevoked, unexpired token with this hash, read on every request (a revocation counts at once).
+    """The unrevoked, unexpired token with this hash, of no user or an active one, read on every request.
+
+    Read on every request, a revocation or a deactivation counts at once.
 
     PostgreSQL runs the fixed statement above; other databases (the embedded
     SQLite) the same query through the ORM.
@@ -89,7 +102,7 @@ def live_token_sql(token_hash: str) -> LiveToken | None:
 
 
 def live_token_orm(token_hash: str) -> LiveToken | None:
-    live = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
+    live = (Q(expires_at__isnull=True) | Q(expires_at__gt=Now())) & (Q(user__isnull=True) | Q(user__is_active=True))
     query = ApiToken.objects.filter(live, token_hash=token_hash, revoked=False)
     row = query.values_list(*LIVE_TOKEN_COLUMNS).first()
     return LiveToken(*row) if row is not None else None
