@@ -59,11 +59,13 @@ lock:
 	done
 
 # The local settings the README's manage.py commands read (gitignored, never overwritten):
-# DEBUG on and a secret of this checkout's own. Production sets its environment instead.
+# DEBUG on, a secret key and a data key (webhook secrets at rest) of this checkout's own.
+# Production sets its environment instead.
 .env:
 	umask 077; { echo '# Written by make run for this checkout only; production sets its own environment.'; \
 		echo 'DJANGO_DEBUG=1'; \
-		echo "DJANGO_SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; } > .env
+		echo "DJANGO_SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; \
+		echo "DATA_ENCRYPTION_KEYS=$$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"; } > .env
 
 # One Ctrl-C stops all three: bin/supervise.py sends each one SIGTERM and waits for it.
 run: install-runtime .env

@@ -8,7 +8,7 @@ class SuspensionsConfig(AppConfig):
     def ready(self) -> None:
         from django.core.signals import request_finished, request_started
 
-        from . import schemas
+        from . import checks, schemas  # noqa: F401  (checks: registers the deploy checks)
         from .api import schema  # noqa: F401  (registers the OpenAPI auth extension)
 
         # Schema validation time is bounded per request: one budget for all the calls of a request.

@@ -1,9 +1,12 @@
 """One env-driven settings file (12-factor). See .env.example for every variable."""
 
+import base64
+import hashlib
 import re
 from pathlib import Path
 
 import environ
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
@@ -31,6 +34,21 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off")
     SECRET_KEY = "insecure-development-key-only-for-debug"
+# Webhook secrets are sealed and decision tokens hashed under these (suspensions/keys.py): Fernet keys,
+# newest first (`python3 -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`).
+# Unset, one key is derived from SECRET_KEY, and `check --deploy` warns: rotating the secret key would then
+# lose every webhook secret. Rotation: docs/operations.md.
+DATA_ENCRYPTION_KEYS = env.list("DATA_ENCRYPTION_KEYS", default=[])
+DATA_KEYS_DERIVED = not DATA_ENCRYPTION_KEYS
+if DATA_KEYS_DERIVED:
+    DATA_ENCRYPTION_KEYS = [
+        base64.urlsafe_b64encode(hashlib.sha256(b"suspensions data key\0" + SECRET_KEY.encode()).digest()).decode()
+    ]
+for _key in DATA_ENCRYPTION_KEYS:
+    try:
+        Fernet(_key)
+    except ValueError:
+        raise ImproperlyConfigured("DATA_ENCRYPTION_KEYS must be Fernet keys (32 url-safe base64 bytes)") from None
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -127,9 +145,10 @@ else:
         DATABASES["default"]["ENGINE"] = "suspensions.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Sign-in failure counts and API throttles. LocMem counts per process; with
-# several web processes set CACHE_URL=redis://host:6379/1 so they share them.
-CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+# Sign-in failure counts and API throttles, shared by every web process: by default Django's database
+# cache (its table is made by migration 0010), so the documented command line is safe as it stands;
+# CACHE_URL=redis://host:6379/1 moves them to Redis (`locmemcache://` counts per process).
+CACHES = {"default": env.cache_url("CACHE_URL", default="dbcache://suspensions_cache")}
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS = (
