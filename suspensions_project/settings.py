@@ -71,6 +71,8 @@ MIDDLEWARE = [
     "suspensions.observability.middleware.RequestObservabilityMiddleware",
     # Next, so every answer (refusals included) leaves with it; it reads no body.
     "suspensions.middleware.NoStoreMiddleware",
+    # Next, so every HTML page (refusal pages included) leaves with a Content-Security-Policy.
+    "suspensions.middleware.ContentSecurityPolicyMiddleware",
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
@@ -285,6 +287,9 @@ STORAGES = {
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
+# A console or admin sign-in lasts a working day, not Django's two weeks (issue 32): a session cookie
+# left on a shared machine or copied off one opens nothing the next morning.
+SESSION_COOKIE_AGE = env_int("DJANGO_SESSION_AGE_SECONDS", default=8 * 3600, minimum=60)
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # TLS, all off by default (a laptop serves plain HTTP); the README lists the production values.
@@ -354,6 +359,9 @@ LOGGING = {
         "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
         # runserver's request lines: the access line of suspensions.requests says the same, with the request id.
         "django.server": {"handlers": [], "level": "WARNING", "propagate": True},
+        # At DEBUG, Django's template engine logs every failed variable lookup with the whole context, and
+        # the admin's token page holds a new token's secret there (issue 32): never below INFO.
+        "django.template": {"handlers": [], "level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL, "propagate": True},
         # httpx logs each request's full URL at INFO, and a receiver's URL may carry its token.
         "httpx": {"handlers": [], "level": "WARNING", "propagate": True},
         # Celery's own lines (task received, succeeded, beat sending): `make run` keeps them to warnings
