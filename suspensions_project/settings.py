@@ -37,7 +37,7 @@ if not SECRET_KEY:
 # Webhook secrets are sealed and decision tokens hashed under these (suspensions/keys.py): Fernet keys,
 # newest first (`python3 -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`).
 # Unset, one key is derived from SECRET_KEY, and `check --deploy` warns: rotating the secret key would then
-# lose every webhook secret. Rotation: docs/operations.md.
+# lose every webhook secret. Rotation: README.md, "Secrets at rest".
 DATA_ENCRYPTION_KEYS = env.list("DATA_ENCRYPTION_KEYS", default=[])
 DATA_KEYS_DERIVED = not DATA_ENCRYPTION_KEYS
 if DATA_KEYS_DERIVED:
