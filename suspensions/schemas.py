@@ -60,8 +60,9 @@ class TooCostly(SchemaUnusable):
 
 
 def _refuse(uri: str) -> Resource[Any]:
-    # The registry's only way to reach outside the schema: closed.
-    raise NoSuchResource(ref=uri)
+    # The registry's only way to reach outside the schema: closed. (NoSuchResource is an attrs class
+    # whose fields mypy does not see.)
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 def registry_of(schema: dict[str, Any]) -> tuple[Registry[Any], str]:
