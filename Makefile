@@ -68,11 +68,13 @@ lock:
 	done
 
 # The local settings the README's manage.py commands read (gitignored, never overwritten):
-# DEBUG on and a secret of this checkout's own. Production sets its environment instead.
+# DEBUG on, a secret key and a data key (webhook secrets at rest) of this checkout's own.
+# Production sets its environment instead.
 .env:
 	umask 077; { echo '# Written by make run for this checkout only; production sets its own environment.'; \
 		echo 'DJANGO_DEBUG=1'; \
-		echo "DJANGO_SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; } > .env
+		echo "DJANGO_SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; \
+		echo "DATA_ENCRYPTION_KEYS=$$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"; } > .env
 
 # One Ctrl-C stops all: bin/supervise.py starts PostgreSQL, runs migrate and seed_demo, then web, worker
 # and beat; it sends each of these one SIGTERM, waits for it, and stops PostgreSQL last.

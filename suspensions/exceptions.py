@@ -27,6 +27,14 @@ class BelowApprovalFloor(ServiceError):
     status, code, title = 400, "below_approval_floor", "The pause asks for less than its scope's approval floor"
 
 
+class UnusableSchema(InvalidRequest):
+    """A call's arguments_schema cannot be applied to an edit: 400, never a 500 (issue 32).
+
+    A pause stored before the schema checks may hold a schema they refuse; any
+    edit may cost more than the validation budget (suspensions/schemas.py).
+    """
+
+
 class Unauthenticated(ServiceError):
     status, code, title = 401, "unauthenticated", "Authentication required"
 

@@ -4,8 +4,10 @@ After the tenth failure that pair is refused for 15 minutes, even with the
 right password. Two doors, one rule: the authentication backend counts and
 refuses for every form that calls authenticate() (the console's and the
 admin's), and LoginLockoutMiddleware turns the refusal into a 429 page on
-both. Counts live in Django's cache (CACHE_URL): per process with the default
-LocMem cache, shared by every web process with Redis.
+both. Counts live in Django's cache (CACHE_URL), shared by every web process:
+the database's by default, Redis when configured. The cache's incr is a read
+and a write, so concurrent failures may each count once where the store
+loses a race: under a flood the lock may come a few attempts late, but it comes.
 """
 
 import hashlib

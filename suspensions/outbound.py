@@ -57,10 +57,32 @@ class Outcome:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
+# IETF protocol assignments (192.0.0.0/24): Python counts only parts of it as private (issue 32).
+PROTOCOL_ASSIGNMENTS = ipaddress.ip_network("192.0.0.0/24")
+# NAT64's well-known prefix: its last 32 bits are the IPv4 address the gateway connects to.
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries and leads to: mapped, 6to4 (2002::/16) or NAT64; else None."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def refusal(address: IPAddress, *, allow_private: bool) -> str:
-    """Why `address` may not be called ("" if it may)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Why `address` may not be called ("" if it may).
+
+    An IPv6 address that carries an IPv4 one is judged as that one: 6to4
+    `2002:7f00:1::` is loopback, `2002:a9fe:a9fe::` the metadata service.
+    """
+    address = embedded_ipv4(address) or address
     if address in METADATA:
         return "a cloud metadata address"
     if allow_private:
@@ -68,6 +90,8 @@ def refusal(address: IPAddress, *, allow_private: bool) -> str:
     for kind in ("loopback", "link_local", "multicast", "private", "reserved", "unspecified"):
         if getattr(address, f"is_{kind}"):
             return f"a {kind.replace('_', '-')} address"
+    if address in PROTOCOL_ASSIGNMENTS:
+        return "an IETF protocol assignment address"
     # What is left and still not global (e.g. 100.64.0.0/10, shared address space) is not the internet either.
     return "" if address.is_global else "not a public address"
 

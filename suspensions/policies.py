@@ -13,12 +13,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from referencing.exceptions import Unresolvable
-
-from . import digests
-from .exceptions import ArgumentsInvalid, InvalidRequest, NotEditable
+from . import digests, schemas
+from .exceptions import ArgumentsInvalid, InvalidRequest, NotEditable, UnusableSchema
 
 # Errors listed per refused edit: enough to fix the form, never a wall of text.
 MAX_ERRORS = 20
@@ -27,32 +23,38 @@ MAX_ERRORS = 20
 def schema_problem(schema: Any, arguments: str) -> str | None:
     """Why `schema` cannot be a call's arguments_schema, or None.
 
-    It must be a JSON object that is a valid draft 2020-12 schema, and every
-    `$ref` in it must resolve inside it (nothing is fetched): checked by
-    validating the call's own arguments once, whose outcome is not judged.
+    It must pass suspensions/schemas.py's checks (a self-contained draft
+    2020-12 schema: nothing fetched, every `$ref` local and landing on a
+    schema, no loop, bounded size, linear-time patterns), and validating the
+    call's own arguments must fit in the budget; their outcome is not judged.
     """
-    if not isinstance(schema, dict):
-        return "Must be a JSON Schema object."
-    try:
-        Draft202012Validator.check_schema(schema)
-        list(Draft202012Validator(schema).iter_errors(json.loads(arguments)))
-    except SchemaError as exc:
-        return f"Not a valid JSON Schema (draft 2020-12): {exc.message}"
-    except Unresolvable as exc:
-        return f"The schema refers to something it does not contain: {exc}"
-    except (RecursionError, ValueError) as exc:
-        return f"The schema cannot be applied: {exc}"
-    return None
+    problem = schemas.problem(schema)
+    if problem is None:
+        try:
+            schemas.errors(schema, json.loads(arguments))
+        except schemas.SchemaUnusable as exc:
+            problem = str(exc)
+    return problem
 
 
 def _path(error: Any) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
 
 
-def argument_errors(schema: Mapping[str, Any], arguments: str) -> list[dict[str, str]]:
-    """Each way `arguments` (a string holding JSON) breaks `schema`: its JSON path and a message."""
-    errors = sorted(Draft202012Validator(schema).iter_errors(json.loads(arguments)), key=lambda e: list(e.path))
-    return [{"path": _path(e), "message": e.message} for e in errors[:MAX_ERRORS]]
+def argument_errors(call_id: str, schema: Any, arguments: str) -> list[dict[str, str]]:
+    """Each way `arguments` (a string holding JSON) breaks `schema`: its JSON path and a message.
+
+    A schema that cannot be applied (stored before the checks, or too costly
+    on these arguments) is 400 UnusableSchema naming the call, never a 500.
+    """
+    problem = schemas.problem(schema)
+    try:
+        if problem is None:
+            found = sorted(schemas.errors(schema, json.loads(arguments)), key=lambda e: list(e.path))
+            return [{"path": _path(e), "message": e.message} for e in found[:MAX_ERRORS]]
+    except schemas.SchemaUnusable as exc:
+        problem = str(exc)
+    raise UnusableSchema(f"call {call_id}: its arguments schema cannot be applied: {problem}", call_id=call_id)
 
 
 def arguments_digest(arguments: str) -> str:
@@ -101,7 +103,7 @@ def final_calls(
     for call_id, arguments in edited.items():
         schema = by_id[call_id].get("arguments_schema")
         if schema is not None:
-            errors += [{"call_id": call_id, **e} for e in argument_errors(schema, arguments)]
+            errors += [{"call_id": call_id, **e} for e in argument_errors(call_id, schema, arguments)]
     if errors:
         raise ArgumentsInvalid(f"{len(errors)} error(s) in the edited arguments", errors=errors[:MAX_ERRORS])
     # An unchanged call keeps the text as asked, byte for byte: a form sends it back

@@ -52,14 +52,33 @@ class Principal:
         return q
 
 
+# The people's roles: a token linked to a user holds them only while that user has staff status,
+# as the console does (DESIGN §16). Engine and bus are machines' roles and need no one's staff flag.
+STAFF_ROLES = frozenset({"approver", "auditor", "operator"})
+
+
 def for_token(token: Any) -> Principal:
-    """A token's principal: an ApiToken, or the tokens.LiveToken authentication reads (the same columns)."""
+    """A token's principal: an ApiToken, or the tokens.LiveToken authentication reads (the same columns).
+
+    A token linked to a user who lost staff status keeps only its machine roles
+    (an inactive user's tokens are not live at all: tokens.live_token).
+    """
+    roles = frozenset(r for r in token.roles.split(",") if r)
+    if token.user_id is not None and not _user_is_staff(token):
+        roles -= STAFF_ROLES
     return Principal(
         name=f"token:{token.name}",
-        grants=((token.scope, frozenset(r for r in token.roles.split(",") if r)),),
+        grants=((token.scope, roles),),
         token_id=str(token.id),
         user_id=token.user_id,
     )
+
+
+def _user_is_staff(token: Any) -> bool:
+    staff = getattr(token, "user_staff", None)  # a LiveToken read it with the token
+    if staff is None:
+        staff = bool(token.user.is_staff and token.user.is_active)
+    return bool(staff)
 
 
 def has_staff_access(user: Any) -> bool:

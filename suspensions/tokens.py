@@ -50,7 +50,11 @@ def create_token(
 
 @dataclass(frozen=True)
 class LiveToken:
-    """What authentication needs of a live token: who it is, what it holds, when it was last used."""
+    """What authentication needs of a live token: who it is, what it holds, when it was last used.
+
+    `user_staff`: whether the user the token acts for has staff status (None
+    for a token linked to no one); the people's roles need it (principals.py).
+    """
 
     id: UUID
     name: str
@@ -58,23 +62,26 @@ class LiveToken:
     roles: str
     user_id: int | None
     last_used_at: datetime | None
+    user_staff: bool | None = None
 
     @property
     def pk(self) -> UUID:
         return self.id
 
 
-LIVE_TOKEN_COLUMNS = ("id", "name", "scope", "roles", "user_id", "last_used_at")
+LIVE_TOKEN_COLUMNS = ("id", "name", "scope", "roles", "user_id", "last_used_at", "user__is_staff")
 
 
 def live_token(token_hash: str) -> LiveToken | None:
-    """The unrevoked, unexpired token with this hash, read on every request (a revocation counts at once).
+    """The unrevoked, unexpired token with this hash, of no user or an active one, read on every request.
+
+    Read on every request, a revocation or a deactivation counts at once.
 
     One indexed SELECT (token_hash is unique) of the columns a request needs,
     no model instance; the database clock decides expiry (Now() is
     STATEMENT_TIMESTAMP()).
     """
-    live = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
+    live = (Q(expires_at__isnull=True) | Q(expires_at__gt=Now())) & (Q(user__isnull=True) | Q(user__is_active=True))
     query = ApiToken.objects.filter(live, token_hash=token_hash, revoked=False)
     row = query.values_list(*LIVE_TOKEN_COLUMNS).first()
     return LiveToken(*row) if row is not None else None

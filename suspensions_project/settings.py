@@ -1,10 +1,13 @@
 """One env-driven settings file (12-factor). See .env.example for every variable."""
 
+import base64
+import hashlib
 import re
 from pathlib import Path
 from urllib.parse import quote
 
 import environ
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
@@ -32,6 +35,21 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off")
     SECRET_KEY = "insecure-development-key-only-for-debug"
+# Webhook secrets are sealed and decision tokens hashed under these (suspensions/keys.py): Fernet keys,
+# newest first (`python3 -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`).
+# Unset, one key is derived from SECRET_KEY, and `check --deploy` warns: rotating the secret key would then
+# lose every webhook secret. Rotation: README.md, "Secrets at rest".
+DATA_ENCRYPTION_KEYS = env.list("DATA_ENCRYPTION_KEYS", default=[])
+DATA_KEYS_DERIVED = not DATA_ENCRYPTION_KEYS
+if DATA_KEYS_DERIVED:
+    DATA_ENCRYPTION_KEYS = [
+        base64.urlsafe_b64encode(hashlib.sha256(b"suspensions data key\0" + SECRET_KEY.encode()).digest()).decode()
+    ]
+for _key in DATA_ENCRYPTION_KEYS:
+    try:
+        Fernet(_key)
+    except ValueError:
+        raise ImproperlyConfigured("DATA_ENCRYPTION_KEYS must be Fernet keys (32 url-safe base64 bytes)") from None
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -54,6 +72,8 @@ MIDDLEWARE = [
     "suspensions.observability.middleware.RequestObservabilityMiddleware",
     # Next, so every answer (refusals included) leaves with it; it reads no body.
     "suspensions.middleware.NoStoreMiddleware",
+    # Next, so every HTML page (refusal pages included) leaves with a Content-Security-Policy.
+    "suspensions.middleware.ContentSecurityPolicyMiddleware",
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
@@ -135,9 +155,10 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Sign-in failure counts and API throttles. LocMem counts per process; with
-# several web processes set CACHE_URL=redis://host:6379/1 so they share them.
-CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+# Sign-in failure counts and API throttles, shared by every web process: by default Django's database
+# cache (its table is made by migration 0010), so the documented command line is safe as it stands;
+# CACHE_URL=redis://host:6379/1 moves them to Redis (`locmemcache://` counts per process).
+CACHES = {"default": env.cache_url("CACHE_URL", default="dbcache://suspensions_cache")}
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS = (
@@ -270,6 +291,9 @@ STORAGES = {
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
+# A console or admin sign-in lasts a working day, not Django's two weeks (issue 32): a session cookie
+# left on a shared machine or copied off one opens nothing the next morning.
+SESSION_COOKIE_AGE = env_int("DJANGO_SESSION_AGE_SECONDS", default=8 * 3600, minimum=60)
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # TLS, all off by default (a laptop serves plain HTTP); the README lists the production values.
@@ -339,6 +363,9 @@ LOGGING = {
         "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
         # runserver's request lines: the access line of suspensions.requests says the same, with the request id.
         "django.server": {"handlers": [], "level": "WARNING", "propagate": True},
+        # At DEBUG, Django's template engine logs every failed variable lookup with the whole context, and
+        # the admin's token page holds a new token's secret there (issue 32): never below INFO.
+        "django.template": {"handlers": [], "level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL, "propagate": True},
         # httpx logs each request's full URL at INFO, and a receiver's URL may carry its token.
         "httpx": {"handlers": [], "level": "WARNING", "propagate": True},
         # Celery's own lines (task received, succeeded, beat sending): `make run` keeps them to warnings

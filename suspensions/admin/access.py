@@ -15,6 +15,7 @@ from ..models import (
     Membership,
     Role,
 )
+from ..principals import STAFF_ROLES
 from ..tokens import create_token
 from .base import ScopedAdmin, SuperuserOnlyAdmin, clean_scope
 
@@ -45,7 +46,17 @@ class ApiTokenAdmin(ScopedAdmin):
 
     # No delete: revoke instead; a deleted token leaves event actors nobody can trace.
     superuser_writes = ("add", "change")
-    list_display = ("name", "prefix", "scope", "roles", "revoked", "expires_at", "created_at", "last_used_at")
+    list_display = (
+        "name",
+        "prefix",
+        "scope",
+        "roles",
+        "acts_for",
+        "revoked",
+        "expires_at",
+        "created_at",
+        "last_used_at",
+    )
     list_filter = ("revoked", "scope_l1")
     search_fields = ("name", "prefix", "scope", "roles")
     date_hierarchy = "created_at"
@@ -54,6 +65,7 @@ class ApiTokenAdmin(ScopedAdmin):
         "scope",
         "roles",
         "user",
+        "acts_for",
         "prefix",
         "revoked",
         "expires_at",
@@ -61,6 +73,19 @@ class ApiTokenAdmin(ScopedAdmin):
         "last_used_at",
     )
     actions = ("revoke",)
+
+    @admin.display(description="Acts for")
+    def acts_for(self, obj: ApiToken) -> str:
+        """What the linked user's status does to the token (issue 32), said where the token is looked at."""
+        user = obj.user
+        if user is None:
+            return "no one (not linked to a user)"
+        if not user.is_active:
+            return f"{user.get_username()}, who is inactive: the token is refused (401) until they are active again"
+        if not user.is_staff:
+            held = ", ".join(sorted(obj.role_set & STAFF_ROLES)) or "none"
+            return f"{user.get_username()}, who is not staff: the roles of people ({held}) do not count"
+        return f"{user.get_username()} (active staff)"
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         if obj is None:

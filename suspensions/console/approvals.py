@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import selectors, services, timefmt
 from ..approval_reads import find_approval
-from ..exceptions import ArgumentsInvalid, Forbidden, NotFound, SeparationOfDuties, ServiceError
+from ..exceptions import ArgumentsInvalid, Forbidden, NotFound, SeparationOfDuties, ServiceError, UnusableSchema
 from ..filters import InboxFilter
 from ..models import Approval, ApprovalStatus, ApprovalVote, Role
 from ..principals import Principal, principal_of
@@ -263,6 +263,10 @@ def _decide(request: HttpRequest, pk: UUID, filters: str, page: str) -> HttpResp
         decision = apply_decision(principal, pk, version, data, calls)
     except ArgumentsInvalid as exc:
         errors = policy.errors_by_call(exc.extra.get("errors"))
+        return refused_edit(request, principal, pk, filters, {"texts": texts, "errors": errors, **data})
+    except UnusableSchema as exc:
+        # The schema, not the edit, is at fault: said next to the call's field, nothing decided.
+        errors = {str(exc.extra.get("call_id")): [{"path": "", "message": exc.detail}]}
         return refused_edit(request, principal, pk, filters, {"texts": texts, "errors": errors, **data})
     except ServiceError as exc:
         messages.error(request, lost_message(principal, pk, exc))

@@ -283,7 +283,7 @@ class FlowWait(Scoped):
     nonce = models.CharField(max_length=32, unique=True)
     pack = models.CharField(max_length=100)
     flow = models.CharField(max_length=100)
-    # SHA-256 of the decision token; the token itself is never stored.
+    # HMAC-SHA256 of the decision token's SHA-256 under a server key (suspensions/keys.py); never the token.
     decision_token_hash = models.CharField(max_length=64, blank=True)
     run_id = models.UUIDField()
     suspension_id = models.UUIDField()

@@ -5,6 +5,7 @@ from django.db.models import Q
 
 from ..ids import uuid7
 from .base import Scoped
+from .sealed import SealedCharField
 
 
 class WebhookFormat(models.TextChoices):
@@ -36,10 +37,11 @@ class WebhookEndpoint(Scoped):
     format = models.CharField(max_length=16, choices=WebhookFormat.choices, default=WebhookFormat.STANDARD)
     active = models.BooleanField(default=True)
     description = models.CharField(max_length=500, blank=True)
-    # The signing secret (`whsec_<base64>`) must be kept to sign: shown once, never displayed again.
-    secret = models.CharField(max_length=200, editable=False)
+    # The signing secret (`whsec_<base64>`) must be kept to sign: shown once, never displayed again,
+    # stored sealed under DATA_ENCRYPTION_KEYS (about 170 characters for a 50-character secret).
+    secret = SealedCharField(max_length=400, editable=False)
     # After a rotation the old secret signs beside the new one until it expires.
-    previous_secret = models.CharField(max_length=200, blank=True, editable=False)
+    previous_secret = SealedCharField(max_length=400, blank=True, editable=False)
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     disabled_reason = models.CharField(max_length=200, blank=True)
     created_by = models.CharField(max_length=200, blank=True)

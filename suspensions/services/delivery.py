@@ -40,7 +40,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from .. import digests, outbound
+from .. import digests, keys, outbound
 from ..clock import db_now
 from ..models import DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookFormat, WebhookMessage
 from ..observability import metrics
@@ -100,9 +100,9 @@ def claim(message_id: UUID | str | None = None) -> Outgoing | None:
     if row is None:
         return None
     id_, endpoint_id, run_id, url, format_, secret, previous, rotated, body, now = row
-    secrets = [secret]
+    secrets = [keys.unseal(secret)]  # raw SQL reads the columns sealed (suspensions/keys.py)
     if previous and rotated is not None and rotated > now:
-        secrets.append(previous)
+        secrets.append(keys.unseal(previous))
     return Outgoing(
         id=id_,
         endpoint_id=endpoint_id,

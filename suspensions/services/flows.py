@@ -27,14 +27,13 @@ Decisions:
   a wait nobody can re-derive would only ever expire.
 """
 
-import hmac
 import secrets
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from .. import correlation, digests, scopes
+from .. import correlation, digests, keys, scopes
 from ..correlation import Correlation
 from ..exceptions import AlreadySuspended, BadToken, InvalidRequest, NotFound, WrongGate
 from ..models import Admission, AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
@@ -199,7 +198,7 @@ def _write_wait(suspension: Suspension, envelope: Envelope, nonce: str, key: str
         nonce=nonce,
         pack=envelope.pack,
         flow=envelope.flow,
-        decision_token_hash=digests.sha256_hex(token) if token else "",
+        decision_token_hash=keys.decision_token_hash(token) if token else "",
         run_id=suspension.run.id,
         suspension_id=suspension.id,
         run_revision=suspension.run.revision,
@@ -226,7 +225,7 @@ def _gate(scope: str, parsed: Correlation, token: str | None) -> FlowWait:
     if wait.flow != parsed.flow:
         raise WrongGate("the correlation id names another flow than the parked wait's")
     # The token is compared as hashes in constant time and never echoed.
-    if wait.decision_token_hash and not hmac.compare_digest(digests.sha256_hex(token or ""), wait.decision_token_hash):
+    if wait.decision_token_hash and not keys.decision_token_matches(token or "", wait.decision_token_hash):
         raise BadToken()
     return wait
 

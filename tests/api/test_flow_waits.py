@@ -1,11 +1,13 @@
 """Correlation-keyed waits over HTTP (DESIGN §9): park, gate, resume, start, and every refusal."""
 
 import hashlib
+import hmac
 import json
 import re
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from suspensions.models import Admission, Approval, Event, FlowWait, Run, Suspension
@@ -160,11 +162,18 @@ def test_a_key_is_free_again_once_its_wait_was_cancelled_or_resumed(engine, bus)
     assert FlowWait.objects.filter(live=True).get().run_id.hex == third["run_id"].replace("-", "")
 
 
-def test_a_decision_token_is_stored_hashed_and_written_nowhere_else(engine, bus):
+def keyed(text):
+    """What the server keeps of a decision token (issue 32): HMAC-SHA256 of its SHA-256 under the data key."""
+    key = hashlib.sha256(b"suspensions decision token\0" + settings.DATA_ENCRYPTION_KEYS[0].encode()).digest()
+    return hmac.new(key, sha(text).encode(), hashlib.sha256).hexdigest()
+
+
+def test_a_decision_token_is_stored_as_a_keyed_hash_and_written_nowhere_else(engine, bus):
     parked = park(engine, token=TOKEN)
     resumed = resume(bus, parked["correlation_id"], token=TOKEN)
     assert resumed.status_code == 201, resumed.content
-    assert FlowWait.objects.get().decision_token_hash == sha(TOKEN)
+    # Not the unsalted SHA-256 anyone holding the table could test guesses against.
+    assert FlowWait.objects.get().decision_token_hash == keyed(TOKEN) != sha(TOKEN)
     assert TOKEN not in json.dumps(parked) + resumed.content.decode()
     assert TOKEN not in all_event_data()
     assert TOKEN not in "".join(Suspension.objects.values_list("pending", "continuation").get())

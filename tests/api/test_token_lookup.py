@@ -23,6 +23,7 @@ from .test_trust_auth import unauthenticated
 def tokens(db):
     """Secrets of tokens in every state the lookup tells apart, by name."""
     user = get_user_model().objects.create_user("tina", password="pw")
+    gone = get_user_model().objects.create_user("ivan", password="pw", is_active=False)
     now = timezone.now()
     made = {
         "plain": create_token(scope="acme", roles=["engine", "approver"], name="plain"),
@@ -30,6 +31,7 @@ def tokens(db):
         "lapsing": create_token(scope="acme", roles=["engine"], name="lapsing", expires_at=now + timedelta(days=1)),
         "expired": create_token(scope="acme", roles=["engine"], name="expired", expires_at=now - timedelta(seconds=1)),
         "revoked": create_token(scope="acme", roles=["engine"], name="revoked"),
+        "inactive": create_token(scope="acme", roles=["engine"], name="inactive", user=gone),
     }
     ApiToken.objects.filter(name="revoked").update(revoked=True)
     ApiToken.objects.filter(name="plain").update(last_used_at=now)
@@ -39,9 +41,10 @@ def tokens(db):
 def test_the_lookup_finds_only_live_tokens_with_the_columns_a_request_needs(tokens):
     secrets = [*tokens.values(), "sus_unknown"]
     found = [live_token(hash_token(secret)) for secret in secrets]
-    assert [t.name if t else None for t in found] == ["plain", "linked", "lapsing", None, None, None]
+    assert [t.name if t else None for t in found] == ["plain", "linked", "lapsing", None, None, None, None]
     linked = found[1]
     assert linked is not None and linked.user_id == get_user_model().objects.get(username="tina").pk
+    assert (linked.user_staff, found[0].user_staff) == (False, None)
     assert found[0] is not None and found[0].last_used_at is not None
 
 

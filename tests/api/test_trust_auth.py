@@ -28,8 +28,8 @@ WRONG = "not-the-password"
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache():
-    """Login failures and API throttles live in the cache; each test starts with none."""
+def fresh_cache(db):
+    """Login failures and API throttles live in the cache (the database's, by default); each test starts with none."""
     cache.clear()
     yield
     cache.clear()
@@ -427,6 +427,7 @@ PRODUCTION_ENV = {
     "DJANGO_SECURE_HSTS_SECONDS": "31536000",
     "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
     "DJANGO_SECURE_HSTS_PRELOAD": "1",
+    "DATA_ENCRYPTION_KEYS": "S2V5LW9mLWl0cy1vd24tMzItYnl0ZXMtbG9uZy0tLS0=",
 }
 
 
@@ -443,6 +444,12 @@ def test_check_deploy_is_clean_with_the_documented_production_environment():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues" in done.stdout
     assert "WARNINGS" not in done.stdout + done.stderr
+
+
+def test_check_deploy_warns_when_the_data_key_is_derived_from_the_secret_key():
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != "DATA_ENCRYPTION_KEYS"}
+    done = django_in(env, "check", "--deploy", "--fail-level", "WARNING")
+    assert done.returncode != 0 and "suspensions.W001" in done.stdout + done.stderr
 
 
 def test_the_security_settings_are_read_from_the_environment():
@@ -475,3 +482,24 @@ def test_hsts_is_sent_on_secure_requests_when_configured(db, settings):
     settings.SECURE_HSTS_SECONDS = 3600
     response = Client().get("/healthz", secure=True)
     assert response["Strict-Transport-Security"].startswith("max-age=3600")
+
+
+# -- issue 32: the lockout is shared by every web process with the documented command line ----
+
+
+@pytest.mark.django_db(transaction=True)
+def test_failures_counted_in_another_process_lock_the_sign_in_here_by_default():
+    from django.db import connection
+
+    from suspensions import logins
+
+    database = connection.settings_dict["NAME"]
+    env = {
+        "DJANGO_SECRET_KEY": "test-only-secret",
+        "DJANGO_DEBUG": "0",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
+    }  # no CACHE_URL: the default store
+    code = "from suspensions import logins\nfor _ in range(10): logins.record_failure('mallory', '203.0.113.9')"
+    done = django_in(env, "shell", "--no-imports", "-c", code)
+    assert done.returncode == 0, done.stderr
+    assert logins.locked_for("mallory", "203.0.113.9") > 0

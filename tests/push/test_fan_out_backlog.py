@@ -16,10 +16,7 @@ from suspensions.clock import db_now
 from suspensions.models import OutboxEvent
 from suspensions.services import fan_out_steps, sql
 
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="the fixed SQL is PostgreSQL's"),
-]
+pytestmark = pytest.mark.django_db
 
 
 def waiting(n, run_id=None):
