@@ -89,7 +89,7 @@ def test_the_database_is_django_s_postgresql_with_prepared_statements_off_unless
     assert default["ENGINE"] == "django.db.backends.postgresql"
     assert default["OPTIONS"]["prepare_threshold"] is None  # PgBouncer in transaction mode works as it is
     assert default["OPTIONS"]["pool"] == {"min_size": 2, "max_size": 40, "timeout": 10}
-    assert database(DB_PREPARED_STATEMENTS="1")["OPTIONS"]["prepare_threshold"] == 2**31 - 1
+    assert database(DB_PREPARED_STATEMENTS="1")["OPTIONS"]["prepare_threshold"] == 5  # psycopg's own default
 
 
 def test_the_database_url_s_own_parameters_are_kept():
