@@ -76,3 +76,18 @@ def test_a_token_revoked_while_in_use_is_refused_from_the_next_request_on(tokens
     before = snapshot()
     unauthenticated(post(c, f"/api/v1/runs/{s['run_id']}/cancel", {"revision": s["run_revision"]}))
     assert snapshot() == before
+
+
+def test_the_hand_written_lookup_reads_every_field_of_a_live_token_in_order(tokens):
+    """LIVE_TOKEN_SQL is written by hand: its columns are LiveToken's fields, and each equals the stored value."""
+    import dataclasses
+
+    from suspensions.tokens import LIVE_TOKEN_SQL, LiveToken
+
+    selected = LIVE_TOKEN_SQL.split(" FROM ")[0].removeprefix("SELECT ").split(", ")
+    assert [c.split(".")[1] for c in selected] == [*[f.name for f in dataclasses.fields(LiveToken)][:-1], "is_staff"]
+    token = live_token(hash_token(tokens["linked"]))
+    stored = ApiToken.objects.select_related("user").get(name="linked")
+    assert token == LiveToken(
+        stored.id, stored.name, stored.scope, stored.roles, stored.user_id, stored.last_used_at, stored.user.is_staff
+    )
