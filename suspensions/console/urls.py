@@ -33,6 +33,7 @@ urlpatterns = [
     path("webhooks/", webhooks.endpoints, name="webhooks"),
     path("webhooks/new", webhooks.new_endpoint, name="webhook_new"),
     path("webhooks/<uuid:pk>/", webhooks.endpoint, name="webhook"),
+    path("webhooks/<uuid:pk>/secret", webhooks.secret_page, name="webhook_secret"),
     path("webhooks/<uuid:pk>/disable", webhooks.change, {"action": "disable"}, name="webhook_disable"),
     path("webhooks/<uuid:pk>/enable", webhooks.change, {"action": "enable"}, name="webhook_enable"),
     path("webhooks/<uuid:pk>/test", webhooks.change, {"action": "test"}, name="webhook_test"),
