@@ -32,7 +32,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     context = {
         "nav": "dashboard",
         "states": queries.state_counts(principal),
-        "reasons": queries.reason_counts(principal),
+        "pauses": queries.pause_counts(principal),
         "expiring": queries.expiring_soon(principal, now),
         "oldest": queries.oldest_pending(principal, now),
         "chart": queries.activity(principal, now),

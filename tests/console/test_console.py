@@ -137,6 +137,26 @@ def test_the_dashboard_counts_runs_and_pauses_and_shows_what_expires_soon(engine
     assert 'class="chart-bar series-pauses"' in html
 
 
+def test_the_dashboard_splits_pauses_waiting_for_a_person_from_approved_ones_waiting_for_the_engine(engine, as_alice):
+    waiting, approved = approval(engine, ttl_seconds=600), approval(engine, ttl_seconds=600)
+    pause(engine, ttl_seconds=86400)
+    decide(as_alice, approved)
+    response = as_alice.get("/console/")
+    states = {s["state"]: s["n"] for s in response.context["states"]}
+    pauses = {p["key"]: p["n"] for p in response.context["pauses"]}
+    assert pauses == {"person": 1, "tool": 1, "reply": 0, "approved": 1, "resumed": 0}
+    # The numbers add up: the paused runs are the pauses someone still has to answer.
+    assert states["paused"] == pauses["person"] + pauses["tool"] + pauses["reply"] == 2
+    assert states["running"] == pauses["approved"] + pauses["resumed"] == 1
+    # What expires soon says what each pause waits for: the approved one is not offered for review.
+    expiring = {row["id"]: row for row in response.context["expiring"]}
+    assert expiring[waiting["id"]]["decidable"] and not expiring[waiting["id"]]["claimed"]
+    assert expiring[approved["id"]]["waiting"] == "Approved, waiting for the engine"
+    html = response.content.decode()
+    assert f'href="/console/approvals/{approved["id"]}/"' not in html
+    assert html.count('<span class="badge reason-approval">approval</span>') == 1
+
+
 def test_the_dashboard_chart_counts_pauses_and_resumes_of_the_last_day(engine, as_alice):
     s = approval(engine)
     decide(as_alice, s)
@@ -149,7 +169,7 @@ def test_the_dashboard_chart_counts_pauses_and_resumes_of_the_last_day(engine, a
 def test_the_dashboard_shows_only_the_users_scopes(engine, globex, as_alice):
     pause(globex)
     response = as_alice.get("/console/")
-    assert [s["n"] for s in response.context["states"] + response.context["reasons"]] == [0] * 10
+    assert [s["n"] for s in response.context["states"] + response.context["pauses"]] == [0] * 12
 
 
 def test_a_user_without_memberships_is_told_there_is_nothing_to_show(db):

@@ -1,0 +1,77 @@
+"""Issue 38's console papercuts, as a person sees them, in real Chromium at 1280 and 390 px.
+
+Screenshots land in test-artifacts/console38-<what>-desktop|phone.png for a human to look at.
+"""
+
+from uuid import UUID
+
+import pytest
+
+from suspensions import services
+from suspensions.principals import Principal
+from tests.browser.conftest import PHONE, demo_inbox, logged_in, no_overflow, paused, shoot
+from tests.helpers import member
+
+pytestmark = pytest.mark.browser
+
+DESKTOP = {"width": 1280, "height": 900}
+VIEWPORTS = [(DESKTOP, "desktop"), (PHONE, "phone")]
+OLGA = Principal(name="user:olga", grants=(("acme", frozenset({"approver"})),))
+# Generated names with no place to break a line.
+LONG_TOOL = "lookup_customer_billing_history_and_every_recent_refund_request_for_the_account_v2"
+LONG_AGENT = "billing-agent-" + "0123456789abcdef" * 4
+
+# Each element's right edge beyond its card's: a table wider than its card is clipped (overflow hidden or not).
+BEYOND_CARD = """sel => [...document.querySelectorAll(sel)].map(el => {
+  const card = el.closest(".card").getBoundingClientRect(), box = el.getBoundingClientRect();
+  return Math.round(box.right - card.right);
+})"""
+
+
+def approve(s):
+    version = services.Version(run_id=UUID(s["run_id"]), suspension_id=UUID(s["id"]), run_revision=s["run_revision"])
+    services.decide(
+        principal=OLGA, suspension_id=UUID(s["id"]), version=version, decision="approve", reason="", response=""
+    )
+
+
+@pytest.mark.parametrize("viewport, name", VIEWPORTS)
+def test_the_dashboard_says_what_each_number_counts_and_splits_approved_pauses_from_waiting_ones(
+    chromium, site, engine, viewport, name
+):
+    member("olga", {"acme": ["approver"]}, is_staff=True)
+    waiting = paused(engine, "refund-agent", "send_refund", "{}", 1800)
+    approved = paused(engine, "ops-agent", "restart_service", "{}", 1200)
+    approve(approved)
+    context, page = logged_in(chromium, site, "olga", viewport=viewport)
+    assert page.locator("#pauses-person .stat-value").inner_text() == "1"
+    assert page.locator("#pauses-approved .stat-value").inner_text() == "1"
+    assert "Approved, waiting for the engine" in page.locator("#pauses-approved").inner_text()
+    assert "add up to the paused runs" in page.locator("#live-pauses").inner_text()
+    # Expiring within the hour: the approved pause is labelled as waiting for its engine, and links to its run.
+    expiring = page.locator(".card", has_text="Expiring within the hour")
+    approved_row = expiring.locator(".list-row", has_text="ops-agent")
+    assert "waiting for the engine" in approved_row.inner_text() and "approval" not in approved_row.inner_text()
+    assert approved_row.locator("a").get_attribute("href") == f"/console/runs/{approved['run_id']}/"
+    waiting_row = expiring.locator(".list-row", has_text="refund-agent")
+    assert waiting_row.locator("a").get_attribute("href") == f"/console/approvals/{waiting['id']}/"
+    no_overflow(page)
+    shoot(page, f"console38-dashboard-{name}")
+    context.close()
+
+
+@pytest.mark.parametrize("viewport, name", VIEWPORTS)
+def test_the_inbox_fits_its_card_when_a_tool_name_is_long(chromium, site, engine, viewport, name):
+    member("olga", {"acme": ["approver"]}, is_staff=True)
+    demo_inbox(engine)
+    paused(engine, "billing-agent", LONG_TOOL, '{"account": "ACME-000042"}', 900)
+    paused(engine, LONG_AGENT, "lookup", '{"account": "ACME-000042"}', 1000)
+    context, page = logged_in(chromium, site, "olga", viewport=viewport)
+    page.goto(f"{site}/console/approvals/")
+    assert page.get_by_text(LONG_TOOL).is_visible() and page.get_by_text(LONG_AGENT).is_visible()
+    # The table and every Review button end inside the card: nothing to scroll to, nothing clipped.
+    beyond = page.evaluate(BEYOND_CARD, ".inbox-table, .inbox-table .button")
+    assert all(px <= 0 for px in beyond), beyond
+    no_overflow(page)
+    shoot(page, f"console38-inbox-long-tool-{name}")
+    context.close()
