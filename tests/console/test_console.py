@@ -1,6 +1,7 @@
 """The staff console (DESIGN §11): every page and form, through the Django test client on PostgreSQL."""
 
 from datetime import timedelta
+from uuid import UUID
 
 import pytest
 from django.test import Client
@@ -566,3 +567,39 @@ def test_a_completed_run_is_no_longer_uncertain(engine, as_alice):
     started = start(engine, s)
     post(engine, f"/api/v1/runs/{s['run_id']}/complete", {"revision": started["run_revision"]})
     assert f'id="close-{s["run_id"]}"' not in page(as_alice, "/console/uncertain/?recent=1")
+
+
+# -- the runs page filters like the inbox (issue 38) ----------------------------------------------
+
+
+def test_the_run_list_matches_part_of_an_agent_name_in_any_case(engine, as_alice):
+    infra, other = pause(engine, agent_id="infra-agent"), pause(engine, agent_id="refund-agent")
+    listed = [r["id"] for r in as_alice.get("/console/runs/?agent_id=INFRA").context["rows"]]
+    assert listed == [infra["run_id"]] and other["run_id"] not in listed
+    # The API's filter stays exact (docs/api.md §9): a script names what it means.
+    assert client_rows(engine, "agent_id=INFRA") == [] and client_rows(engine, "agent_id=infra-agent") == [
+        infra["run_id"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "spelling", [str, lambda u: str(u).upper(), lambda u: u.hex, lambda u: f"{{{u}}}", lambda u: f"urn:uuid:{u}"]
+)
+def test_the_run_list_finds_a_run_by_its_id_in_any_spelling(engine, as_alice, spelling):
+    wanted, _ = pause(engine), pause(engine)
+    response = as_alice.get("/console/runs/", {"q": f" {spelling(UUID(wanted['run_id']))} "})
+    assert [r["id"] for r in response.context["rows"]] == [wanted["run_id"]]
+    assert response.context["filters"]["q"].strip() == spelling(UUID(wanted["run_id"]))
+
+
+def test_a_run_id_that_is_not_one_is_an_error_and_lists_nothing(engine, as_alice):
+    pause(engine)
+    response = as_alice.get("/console/runs/?q=not-a-run")
+    assert response.status_code == 200 and response.context["rows"] == []
+    assert "Enter a whole run id" in response.content.decode()
+
+
+def client_rows(c, query):
+    response = c.get(f"/api/v1/runs?{query}")
+    assert response.status_code == 200, response.content
+    return [r["id"] for r in response.json()["results"]]
