@@ -4,10 +4,13 @@ Screenshots land in test-artifacts/console38-<what>-desktop|phone.png for a huma
 """
 
 from uuid import UUID
+from zoneinfo import ZoneInfo
 
 import pytest
+from playwright.sync_api import expect
 
-from suspensions import services
+from suspensions import services, timefmt
+from suspensions.models import Run
 from suspensions.principals import Principal
 from tests.browser.conftest import PHONE, demo_inbox, logged_in, no_overflow, paused, shoot
 from tests.helpers import member
@@ -97,3 +100,36 @@ def test_the_runs_page_finds_part_of_an_agent_name_and_a_run_by_its_id(chromium,
     no_overflow(page)
     shoot(page, f"console38-runs-by-id-{name}")
     context.close()
+
+
+def new_york(moment) -> str:
+    """What the page should say in New York: the server's format, in that zone."""
+    local = moment.astimezone(ZoneInfo("America/New_York"))
+    return f"{local.day} {local:%b %Y, %H:%M:%S} {local.tzname()}"
+
+
+@pytest.mark.parametrize("viewport, name", VIEWPORTS)
+def test_times_show_in_the_viewers_zone_beside_the_relative_time_and_in_utc_without_javascript(
+    chromium, site, engine, viewport, name
+):
+    member("olga", {"acme": ["approver"]}, is_staff=True)
+    s = paused(engine, "refund-agent", "send_refund", "{}", 3600)
+    created = Run.objects.get(pk=s["run_id"]).created_at
+    blocked = []
+    context, page = logged_in(chromium, site, "olga", viewport=viewport, timezone_id="America/New_York")
+    page.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+    page.goto(f"{site}/console/runs/{s['run_id']}/")
+    row = page.locator("dt:text-is('Created') + dd")
+    moment = row.locator("time.moment")
+    expect(moment).to_have_text(new_york(created))
+    assert moment.get_attribute("title").startswith(timefmt.absolute(created))  # the UTC text, kept
+    assert "ago" in row.locator(".time-hint").inner_text()
+    assert blocked == []
+    no_overflow(page)
+    shoot(page, f"console38-local-time-{name}")
+    context.close()
+    # Without JavaScript the server's UTC text stands, and the page still works.
+    plain, page = logged_in(chromium, site, "olga", viewport=viewport, java_script_enabled=False)
+    page.goto(f"{site}/console/runs/{s['run_id']}/")
+    assert page.locator("dt:text-is('Created') + dd time").inner_text() == timefmt.absolute(created)
+    plain.close()
