@@ -1,22 +1,13 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from ..logins import StaffAuthenticationForm
-from . import approvals, closures, floors, views, webhooks
+from . import approvals, closures, floors, signin, views, webhooks
 
 app_name = "console"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(
-            template_name="registration/login.html",
-            authentication_form=StaffAuthenticationForm,
-            redirect_authenticated_user=True,
-        ),
-        name="login",
-    ),
+    path("login/", signin.ConsoleLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("approvals/", approvals.inbox, name="inbox"),
     path("approvals/<uuid:pk>/", approvals.approval, name="approval"),

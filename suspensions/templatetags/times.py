@@ -34,7 +34,10 @@ def when(value: object, hint: str = "") -> SafeString | str:
             relative,
         )
     return format_html(
-        '<time class="moment" datetime="{}" title="{}">{}</time>', moment.isoformat(), relative, timefmt.absolute(moment)
+        '<time class="moment" datetime="{}" title="{}">{}</time>',
+        moment.isoformat(),
+        relative,
+        timefmt.absolute(moment),
     )
 
 

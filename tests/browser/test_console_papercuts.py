@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from suspensions import services, timefmt
-from suspensions.models import Run
+from suspensions.models import Approval, Run
 from suspensions.principals import Principal
 from tests.browser.conftest import PHONE, demo_inbox, logged_in, no_overflow, paused, shoot
 from tests.helpers import member
@@ -133,3 +133,29 @@ def test_times_show_in_the_viewers_zone_beside_the_relative_time_and_in_utc_with
     page.goto(f"{site}/console/runs/{s['run_id']}/")
     assert page.locator("dt:text-is('Created') + dd time").inner_text() == timefmt.absolute(created)
     plain.close()
+
+
+@pytest.mark.parametrize("viewport, name", VIEWPORTS)
+def test_the_sign_in_page_after_an_expired_session_says_the_decision_was_held_back(
+    chromium, site, engine, viewport, name
+):
+    member("olga", {"acme": ["approver"]}, is_staff=True)
+    s = paused(engine, "ops-agent", "delete_records", '{"table": "sessions"}', 600)
+    context, page = logged_in(chromium, site, "olga", viewport=viewport)
+    page.goto(f"{site}/console/approvals/{s['id']}/")
+    context.clear_cookies(name="sessionid")
+    page.fill("#deny-form textarea[name=reason]", "Not during business hours.")
+    page.click("#deny-form button[type=submit]")
+    page.wait_for_url("**/console/login/?next=**")
+    held = page.locator("#held-back")
+    assert "Your denial was not sent" in held.inner_text() and "to send it again" in held.inner_text()
+    no_overflow(page)
+    shoot(page, f"console38-sign-in-held-back-{name}")
+    page.fill("input[name=username]", "olga")
+    page.fill("input[name=password]", "pw")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{site}/console/approvals/{s['id']}/")
+    # What the sign-in page promised: the approval, with the text back in its form, nothing decided.
+    assert page.locator("#deny-form textarea[name=reason]").input_value() == "Not during business hours."
+    context.close()
+    assert Approval.objects.get(pk=s["id"]).status == "pending"
