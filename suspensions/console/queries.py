@@ -41,7 +41,7 @@ WAITING = [
     ("approved", "Approved, waiting for the engine", "approval pauses approved and not started yet"),
     ("resumed", "Resumed, waiting for the engine", "tool and reply pauses resumed and not started yet"),
 ]
-OPEN = {Reason.APPROVAL: "person", Reason.EXTERNAL_TOOL: "tool", Reason.AGENT_REPLY: "reply"}
+OPEN: dict[str, str] = {Reason.APPROVAL: "person", Reason.EXTERNAL_TOOL: "tool", Reason.AGENT_REPLY: "reply"}
 
 
 def waiting_for(reason: str, run_state: str) -> str:
