@@ -56,6 +56,9 @@ def test_the_dashboard_says_what_each_number_counts_and_splits_approved_pauses_f
     approved_row = expiring.locator(".list-row", has_text="ops-agent")
     assert "waiting for the engine" in approved_row.inner_text() and "approval" not in approved_row.inner_text()
     assert approved_row.locator("a").get_attribute("href") == f"/console/runs/{approved['run_id']}/"
+    # The label stays clear of the countdown beside it, on a phone too.
+    badge, countdown = approved_row.locator(".badge").bounding_box(), approved_row.locator(".countdown").bounding_box()
+    assert badge["x"] + badge["width"] <= countdown["x"], (badge, countdown)
     waiting_row = expiring.locator(".list-row", has_text="refund-agent")
     assert waiting_row.locator("a").get_attribute("href") == f"/console/approvals/{waiting['id']}/"
     no_overflow(page)
