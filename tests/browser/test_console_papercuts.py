@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from suspensions import services, timefmt
-from suspensions.models import Approval, Run
+from suspensions.models import Approval, Run, Suspension
 from suspensions.principals import Principal
 from tests.browser.conftest import PHONE, demo_inbox, logged_in, no_overflow, paused, shoot
 from tests.helpers import member
@@ -127,6 +127,9 @@ def test_times_show_in_the_viewers_zone_beside_the_relative_time_and_in_utc_with
     expect(moment).to_have_text(new_york(created))
     assert moment.get_attribute("title").startswith(timefmt.absolute(created))  # the UTC text, kept
     assert "ago" in row.locator(".time-hint").inner_text()
+    # A time inside the timeline's event data too: the pause's deadline.
+    deadline = Suspension.objects.get(pk=s["id"]).expires_at
+    expect(page.locator(".timeline dt:text-is('expires_at') + dd time.moment")).to_have_text(new_york(deadline))
     assert blocked == []
     no_overflow(page)
     shoot(page, f"console38-local-time-{name}")
