@@ -48,6 +48,19 @@ class RunFilter(filters.FilterSet):
         fields: list[str] = []
 
 
+class ConsoleRunFilter(RunFilter):
+    """The console's runs page: filtered as a person types, like the inbox (issue 38).
+
+    `agent_id` matches part of the name in any case; `q` finds one run by its id in any
+    spelling (upper case, no hyphens, braces, `urn:uuid:`). The API's RunFilter stays exact.
+    """
+
+    agent_id = filters.CharFilter(lookup_expr="icontains")
+    q = filters.UUIDFilter(
+        field_name="id", label="Run id", error_messages={"invalid": "Enter a whole run id, as the run page shows it."}
+    )
+
+
 class SuspensionFilter(filters.FilterSet):
     reason = filters.ChoiceFilter(choices=Reason.choices)
     agent_id = filters.CharFilter(field_name="run__agent_id")

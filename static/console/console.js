@@ -1,5 +1,6 @@
-// Progressive enhancement only: the server already rendered every countdown as text.
-// This ticks them so a page left open stays truthful; nothing depends on it.
+// Progressive enhancement only: the server already rendered every countdown and time as text.
+// This ticks the countdowns so a page left open stays truthful, and writes each time in the
+// viewer's own zone (the UTC text stays in its title); nothing depends on it.
 (function () {
   "use strict";
   var URGENT = 5 * 60, SOON = 60 * 60;
@@ -28,7 +29,32 @@
     });
   }
 
+  // The server's format ("30 Nov 2026, 17:51:50 UTC"), in the browser's zone, named as its locale names it.
+  var NUMBERS = { day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" };
+
+  function parts(locale, options, at) {
+    var found = {};
+    new Intl.DateTimeFormat(locale, options).formatToParts(at).forEach(function (p) { found[p.type] = p.value; });
+    return found;
+  }
+
+  function localTimes() {
+    if (!window.Intl || !Intl.DateTimeFormat.prototype.formatToParts) return;
+    document.querySelectorAll("time.moment[datetime]").forEach(function (el) {
+      var at = new Date(el.getAttribute("datetime"));
+      if (isNaN(at.getTime()) || el.hasAttribute("data-utc")) return;
+      var p = parts("en-GB", NUMBERS, at);
+      var zone = parts(undefined, { timeZoneName: "short" }, at).timeZoneName || "";
+      var local = p.day + " " + p.month + " " + p.year + ", " + p.hour + ":" + p.minute + ":" + p.second + " " + zone;
+      var utc = el.textContent;
+      el.setAttribute("data-utc", utc);
+      el.title = el.title ? utc + " · " + el.title : utc;
+      el.textContent = local;
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    localTimes();
     tick();
     window.setInterval(tick, 1000);
   });

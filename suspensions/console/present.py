@@ -12,7 +12,7 @@ from typing import Any
 from .. import presenters
 from ..models import Admission, ClosureReceipt, Event, ExpiryReceipt, Start, Suspension
 from ..presenters import pretty, pretty_json_text  # noqa: F401 (the templates' helpers, shared with the admin)
-from ..timefmt import duration
+from ..timefmt import ISO_TIME, duration, parse
 
 # Below these many seconds to the deadline a row is drawn as urgent / soon.
 URGENT_SECONDS = 5 * 60
@@ -145,8 +145,15 @@ def event_row(e: Event) -> dict[str, Any]:
         "actor": e.actor,
         "revision": e.revision,
         "at": e.at,
-        "data": [{"key": str(k), "value": v if isinstance(v, str) else json.dumps(v)} for k, v in data.items()],
+        "data": [data_item(str(k), v) for k, v in data.items()],
     }
+
+
+def data_item(key: str, value: Any) -> dict[str, Any]:
+    """One key of an event's data; a value that is a time is also a moment, shown as the page's other times."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    moment = parse(text) if isinstance(value, str) and ISO_TIME.fullmatch(text) else None
+    return {"key": key, "value": text, "moment": moment}
 
 
 def admission_row(a: Admission) -> dict[str, Any]:

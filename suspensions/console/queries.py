@@ -12,7 +12,7 @@ from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncHour
 
 from .. import selectors, timefmt
-from ..models import Admission, AdmissionState, Approval, Reason, Run, RunState, Start, Suspension
+from ..models import Admission, AdmissionState, Approval, Reason, Run, RunState, Start
 from ..principals import Principal
 from . import chart, present
 
@@ -31,10 +31,34 @@ def state_counts(principal: Principal) -> list[dict[str, Any]]:
     return [{"state": s, "n": found.get(s, 0)} for s in RunState.values]
 
 
-def reason_counts(principal: Principal) -> list[dict[str, Any]]:
-    live = Suspension.objects.filter(principal.scope_q()).order_by()
-    found = dict(live.values_list("reason").annotate(n=Count("pk")))
-    return [{"reason": r, "n": found.get(r, 0)} for r in Reason.values]
+# What a live pause waits for, in the dashboard's order: (key, label, what the number counts).
+# The first three are the paused runs; a pause claimed (approved, answered, resumed) stays live until its
+# engine starts it, and its run counts as running: that is why they are split (issue 38).
+WAITING = [
+    ("person", "Waiting for a person", "approval pauses nobody has decided yet"),
+    ("tool", "Waiting for a tool result", "external-tool pauses not resumed yet"),
+    ("reply", "Waiting for an agent's reply", "agent-reply pauses not answered yet"),
+    ("approved", "Approved, waiting for the engine", "approval pauses approved and not started yet"),
+    ("resumed", "Resumed, waiting for the engine", "tool and reply pauses resumed and not started yet"),
+]
+OPEN: dict[str, str] = {Reason.APPROVAL: "person", Reason.EXTERNAL_TOOL: "tool", Reason.AGENT_REPLY: "reply"}
+
+
+def waiting_for(reason: str, run_state: str) -> str:
+    """What a live pause waits for: someone (its run is paused), or its engine (its run was claimed)."""
+    if run_state == RunState.PAUSED:
+        return OPEN.get(reason, "tool")
+    return "approved" if reason == Reason.APPROVAL else "resumed"
+
+
+def pause_counts(principal: Principal) -> list[dict[str, Any]]:
+    """Every live pause counted once, by what it waits for (WAITING's order)."""
+    live = selectors.suspensions(principal).order_by().values_list("reason", "run__state").annotate(n=Count("pk"))
+    found: dict[str, int] = {}
+    for reason, state, n in live:
+        key = waiting_for(reason, state)
+        found[key] = found.get(key, 0) + n
+    return [{"key": k, "label": label, "counts": counts, "n": found.get(k, 0)} for k, label, counts in WAITING]
 
 
 def expiring_soon(principal: Principal, now: datetime, limit: int = 8) -> list[dict[str, Any]]:
@@ -44,10 +68,13 @@ def expiring_soon(principal: Principal, now: datetime, limit: int = 8) -> list[d
         .defer("continuation")
         .order_by("expires_at", "id")[:limit]
     )
+    labels = {k: label for k, label, _ in WAITING}
     return [
         {
             **present.inbox_row(s, now),
             "reason": s.reason,
+            "waiting": labels[waiting_for(s.reason, s.run.state)],
+            "claimed": s.run.state != RunState.PAUSED,
             "decidable": s.reason == Reason.APPROVAL and s.run.state == RunState.PAUSED,
         }
         for s in rows

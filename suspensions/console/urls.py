@@ -1,22 +1,13 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from ..logins import StaffAuthenticationForm
-from . import approvals, closures, floors, views, webhooks
+from . import approvals, closures, floors, signin, views, webhooks
 
 app_name = "console"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(
-            template_name="registration/login.html",
-            authentication_form=StaffAuthenticationForm,
-            redirect_authenticated_user=True,
-        ),
-        name="login",
-    ),
+    path("login/", signin.ConsoleLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("approvals/", approvals.inbox, name="inbox"),
     path("approvals/<uuid:pk>/", approvals.approval, name="approval"),
@@ -33,6 +24,7 @@ urlpatterns = [
     path("webhooks/", webhooks.endpoints, name="webhooks"),
     path("webhooks/new", webhooks.new_endpoint, name="webhook_new"),
     path("webhooks/<uuid:pk>/", webhooks.endpoint, name="webhook"),
+    path("webhooks/<uuid:pk>/secret", webhooks.secret_page, name="webhook_secret"),
     path("webhooks/<uuid:pk>/disable", webhooks.change, {"action": "disable"}, name="webhook_disable"),
     path("webhooks/<uuid:pk>/enable", webhooks.change, {"action": "enable"}, name="webhook_enable"),
     path("webhooks/<uuid:pk>/test", webhooks.change, {"action": "test"}, name="webhook_test"),

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from .. import selectors
-from ..filters import RunFilter
+from ..filters import ConsoleRunFilter
 from ..models import Reason, Role, RunState
 from ..principals import principal_of
 from ..timefmt import duration
@@ -32,7 +32,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     context = {
         "nav": "dashboard",
         "states": queries.state_counts(principal),
-        "reasons": queries.reason_counts(principal),
+        "pauses": queries.pause_counts(principal),
         "expiring": queries.expiring_soon(principal, now),
         "oldest": queries.oldest_pending(principal, now),
         "chart": queries.activity(principal, now),
@@ -45,7 +45,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @staff_required
 def runs(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
-    filterset = RunFilter(request.GET, queryset=queries.runs_for_list(principal))
+    filterset = ConsoleRunFilter(request.GET, queryset=queries.runs_for_list(principal))
     errors = [f"{field}: {' '.join(errs)}" for field, errs in filterset.errors.items()]
     after = paging.id_cursor(request.GET["after"]) if request.GET.get("after") else None
     # A filter that does not parse lists nothing, never every row under an error.
@@ -56,7 +56,7 @@ def runs(request: HttpRequest) -> HttpResponse:
         "next_link": paging.link(request.GET, str(rows[-1].id)) if more else "",
         "paged": bool(request.GET.get("after")),
         "first_link": paging.link(request.GET),
-        "filters": {k: request.GET.get(k, "") for k in ("state", "reason", "agent_id", "scope")},
+        "filters": {k: request.GET.get(k, "") for k in ("state", "reason", "agent_id", "scope", "q")},
         "filter_errors": errors,
         "states": RunState.values,
         "reasons": Reason.values,

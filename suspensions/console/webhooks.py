@@ -1,12 +1,17 @@
 """Webhook endpoints in the console (DESIGN §14, issue "Push, not poll"): for operators only.
 
 The pages call the same services as the API (services/webhooks.py) and read
-the same presenters. A new or rotated secret is shown once, in the page that
-answers the POST: never in a message (messages travel in a signed, not
-encrypted, cookie) and never after a redirect. Every other POST redirects
-back to the endpoint's page with a message.
+the same presenters. Every POST redirects (post/redirect/get), so a reload
+never creates a second endpoint or rotates twice. A new or rotated secret is
+shown once, on a one-time page the POST redirects to: the session keeps only
+the endpoint's id and a SHA-256 of the secret (never the secret, and never in
+a message: messages travel in a signed, not encrypted, cookie); the page
+reads the sealed secret from the endpoint and forgets the session entry, so
+a reload or a later visit shows no secret. Every other POST redirects back
+to the endpoint's page with a message.
 """
 
+import hashlib
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -17,6 +22,7 @@ from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import presenters, selectors
@@ -33,6 +39,8 @@ REFUSED = {
     "forbidden": "You do not hold the operator role in that scope.",
     "not_found": "This endpoint or message no longer exists or is outside your scopes.",
 }
+# Where a secret waits for its one showing: {"endpoint": id, "digest": SHA-256 of the secret, "created": bool}.
+SECRET_ONCE = "console.webhook_secret"
 # Badge tones of console.css, by endpoint and message status.
 TONE = {
     "active": "state-completed",
@@ -138,9 +146,32 @@ def new_endpoint(request: HttpRequest) -> HttpResponse:
 
 
 def shown_once(request: HttpRequest, endpoint: Any, secret: str, *, created: bool) -> HttpResponse:
-    """The one page that shows a signing secret: rendered for the POST, not reached by a redirect."""
-    context = {"nav": "webhooks", "endpoint": endpoint_row(endpoint), "secret": secret, "created": created}
-    return render(request, "console/webhook_secret.html", context, status=201 if created else 200)
+    """The POST's answer: a redirect to the one-time secret page, so a reload repeats a GET, never the change."""
+    request.session[SECRET_ONCE] = {"endpoint": str(endpoint.id), "digest": fingerprint(secret), "created": created}
+    return redirect("console:webhook_secret", pk=endpoint.id)
+
+
+def fingerprint(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@require_GET
+@never_cache
+@operator_required
+def secret_page(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """The one page that shows a signing secret, once: the session entry is gone after this GET.
+
+    A second visit (a reload, the back button, a bookmark) goes to the endpoint's page and says why.
+    The digest check keeps a stale entry from showing a secret rotated since by someone else.
+    """
+    kept = request.session.pop(SECRET_ONCE, None)
+    found = visible(principal_of(request), pk)
+    fresh = isinstance(kept, dict) and kept.get("endpoint") == str(pk)
+    if not fresh or kept.get("digest") != fingerprint(found.secret):
+        messages.info(request, "The signing secret is shown once, right after it is made: rotate it to get a new one.")
+        return redirect("console:webhook", pk=pk)
+    context = {"nav": "webhooks", "endpoint": endpoint_row(found), "secret": found.secret, "created": kept["created"]}
+    return render(request, "console/webhook_secret.html", context)
 
 
 @require_GET
@@ -185,7 +216,7 @@ def message_row(message: Any) -> dict[str, Any]:
     }
 
 
-# -- changes: redirect-after-POST with a message, except where a secret is shown --------------
+# -- changes: redirect-after-POST, with a message or to the one-time secret page ---------------
 
 DONE = {
     "disable": "Disabled. Nothing is sent to this endpoint until it is enabled again.",

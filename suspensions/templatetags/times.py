@@ -1,7 +1,10 @@
 """Times in the console's templates, written one way (suspensions/timefmt.py).
 
-`{{ moment|when }}` is a <time> element: "30 Nov 2026, 17:51:50 UTC" with the relative
-hint in its title; `{{ moment|when:"rel" }}` also shows the hint ("… · 4 min ago").
+`{{ moment|when }}` is a <time class="moment"> element: "30 Nov 2026, 17:51:50 UTC" with the
+relative hint in its title; `{{ moment|when:"rel" }}` also shows the hint ("… · 4 min ago").
+The server writes UTC; static/console/console.js rewrites each `time.moment` to the viewer's
+local time and zone (issue 38), keeping the UTC text in the title, so a page without
+JavaScript still says when, in UTC.
 `{{ text|times_in_text }}` rewrites ISO times inside an untrusted text, which stays escaped.
 """
 
@@ -24,14 +27,17 @@ def when(value: object, hint: str = "") -> SafeString | str:
     relative = timefmt.relative(moment, timezone.now())
     if hint == "rel":
         return format_html(
-            '<time datetime="{}" title="{}">{}</time> <span class="muted time-hint">· {}</span>',
+            '<time class="moment" datetime="{}" title="{}">{}</time> <span class="muted time-hint">· {}</span>',
             moment.isoformat(),
             relative,
             timefmt.absolute(moment),
             relative,
         )
     return format_html(
-        '<time datetime="{}" title="{}">{}</time>', moment.isoformat(), relative, timefmt.absolute(moment)
+        '<time class="moment" datetime="{}" title="{}">{}</time>',
+        moment.isoformat(),
+        relative,
+        timefmt.absolute(moment),
     )
 
 

@@ -7,7 +7,7 @@ on a phone.
 
 import pytest
 
-from suspensions.models import MessageStatus, WebhookMessage
+from suspensions.models import MessageStatus, WebhookEndpoint, WebhookMessage
 from tests.browser.conftest import PHONE, logged_in, no_overflow, shoot
 from tests.console.test_webhooks_console import endpoint, message
 from tests.helpers import member
@@ -34,3 +34,29 @@ def test_an_operator_reads_a_failed_delivery_and_redelivers_it(chromium, site, v
     no_overflow(page)
     context.close()
     assert WebhookMessage.objects.get(pk=failed.id).status == MessageStatus.PENDING
+
+
+@pytest.mark.parametrize("viewport, name", [({"width": 1280, "height": 900}, "desktop"), (PHONE, "phone")])
+def test_reloading_the_new_secret_page_creates_no_second_endpoint_and_shows_the_secret_no_more(
+    chromium, site, viewport, name
+):
+    member("olga", {"acme": ["operator"]}, is_staff=True)
+    context, page = logged_in(chromium, site, "olga", viewport=viewport)
+    page.goto(f"{site}/console/webhooks/new")
+    page.fill("input[name=url]", "https://hooks.example.com/in")
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_selector("#secret")
+    hook = WebhookEndpoint.objects.get()
+    assert page.url == f"{site}/console/webhooks/{hook.id}/secret"
+    assert hook.secret in page.locator("#secret").inner_text()
+    no_overflow(page)
+    shoot(page, f"console-webhook-secret-{name}")
+    # The reload asks for the one-time page again (a GET): no second endpoint, no secret, a word on why.
+    page.reload()
+    page.wait_for_url(f"{site}/console/webhooks/{hook.id}/")
+    assert "shown once" in page.locator(".messages").inner_text()
+    assert hook.secret not in page.content()
+    no_overflow(page)
+    shoot(page, f"console-webhook-secret-reloaded-{name}")
+    context.close()
+    assert WebhookEndpoint.objects.count() == 1

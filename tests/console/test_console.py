@@ -1,6 +1,7 @@
 """The staff console (DESIGN §11): every page and form, through the Django test client on PostgreSQL."""
 
 from datetime import timedelta
+from uuid import UUID
 
 import pytest
 from django.test import Client
@@ -137,6 +138,26 @@ def test_the_dashboard_counts_runs_and_pauses_and_shows_what_expires_soon(engine
     assert 'class="chart-bar series-pauses"' in html
 
 
+def test_the_dashboard_splits_pauses_waiting_for_a_person_from_approved_ones_waiting_for_the_engine(engine, as_alice):
+    waiting, approved = approval(engine, ttl_seconds=600), approval(engine, ttl_seconds=600)
+    pause(engine, ttl_seconds=86400)
+    decide(as_alice, approved)
+    response = as_alice.get("/console/")
+    states = {s["state"]: s["n"] for s in response.context["states"]}
+    pauses = {p["key"]: p["n"] for p in response.context["pauses"]}
+    assert pauses == {"person": 1, "tool": 1, "reply": 0, "approved": 1, "resumed": 0}
+    # The numbers add up: the paused runs are the pauses someone still has to answer.
+    assert states["paused"] == pauses["person"] + pauses["tool"] + pauses["reply"] == 2
+    assert states["running"] == pauses["approved"] + pauses["resumed"] == 1
+    # What expires soon says what each pause waits for: the approved one is not offered for review.
+    expiring = {row["id"]: row for row in response.context["expiring"]}
+    assert expiring[waiting["id"]]["decidable"] and not expiring[waiting["id"]]["claimed"]
+    assert expiring[approved["id"]]["waiting"] == "Approved, waiting for the engine"
+    html = response.content.decode()
+    assert f'href="/console/approvals/{approved["id"]}/"' not in html
+    assert html.count('<span class="badge reason-approval">approval</span>') == 1
+
+
 def test_the_dashboard_chart_counts_pauses_and_resumes_of_the_last_day(engine, as_alice):
     s = approval(engine)
     decide(as_alice, s)
@@ -149,7 +170,7 @@ def test_the_dashboard_chart_counts_pauses_and_resumes_of_the_last_day(engine, a
 def test_the_dashboard_shows_only_the_users_scopes(engine, globex, as_alice):
     pause(globex)
     response = as_alice.get("/console/")
-    assert [s["n"] for s in response.context["states"] + response.context["reasons"]] == [0] * 10
+    assert [s["n"] for s in response.context["states"] + response.context["pauses"]] == [0] * 12
 
 
 def test_a_user_without_memberships_is_told_there_is_nothing_to_show(db):
@@ -546,3 +567,39 @@ def test_a_completed_run_is_no_longer_uncertain(engine, as_alice):
     started = start(engine, s)
     post(engine, f"/api/v1/runs/{s['run_id']}/complete", {"revision": started["run_revision"]})
     assert f'id="close-{s["run_id"]}"' not in page(as_alice, "/console/uncertain/?recent=1")
+
+
+# -- the runs page filters like the inbox (issue 38) ----------------------------------------------
+
+
+def test_the_run_list_matches_part_of_an_agent_name_in_any_case(engine, as_alice):
+    infra, other = pause(engine, agent_id="infra-agent"), pause(engine, agent_id="refund-agent")
+    listed = [r["id"] for r in as_alice.get("/console/runs/?agent_id=INFRA").context["rows"]]
+    assert listed == [infra["run_id"]] and other["run_id"] not in listed
+    # The API's filter stays exact (docs/api.md §9): a script names what it means.
+    assert client_rows(engine, "agent_id=INFRA") == [] and client_rows(engine, "agent_id=infra-agent") == [
+        infra["run_id"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "spelling", [str, lambda u: str(u).upper(), lambda u: u.hex, lambda u: f"{{{u}}}", lambda u: f"urn:uuid:{u}"]
+)
+def test_the_run_list_finds_a_run_by_its_id_in_any_spelling(engine, as_alice, spelling):
+    wanted, _ = pause(engine), pause(engine)
+    response = as_alice.get("/console/runs/", {"q": f" {spelling(UUID(wanted['run_id']))} "})
+    assert [r["id"] for r in response.context["rows"]] == [wanted["run_id"]]
+    assert response.context["filters"]["q"].strip() == spelling(UUID(wanted["run_id"]))
+
+
+def test_a_run_id_that_is_not_one_is_an_error_and_lists_nothing(engine, as_alice):
+    pause(engine)
+    response = as_alice.get("/console/runs/?q=not-a-run")
+    assert response.status_code == 200 and response.context["rows"] == []
+    assert "Enter a whole run id" in response.content.decode()
+
+
+def client_rows(c, query):
+    response = c.get(f"/api/v1/runs?{query}")
+    assert response.status_code == 200, response.content
+    return [r["id"] for r in response.json()["results"]]

@@ -72,6 +72,9 @@ def test_a_decision_without_a_session_is_kept_unsent_and_shown_after_signing_in(
     assert response.status_code == 302
     assert response["Location"] == f"/console/login/?next=/console/approvals/{s['id']}/"
     assert snapshot() == before
+    # The sign-in page says what was held back and what follows the sign-in.
+    login = page(c, response["Location"])
+    assert 'id="held-back"' in login and "Your denial was not sent" in login and "to send it again" in login
     signed_in = c.post(
         "/console/login/", {"username": "alice", "password": "pw", "next": f"/console/approvals/{s['id']}/"}
     )
@@ -81,6 +84,10 @@ def test_a_decision_without_a_session_is_kept_unsent_and_shown_after_signing_in(
     assert "Over the limit &lt;b&gt;</textarea>" in html  # back in the deny form, escaped
     assert snapshot() == before
     assert 'id="unsent"' not in page(c, signed_in["Location"])  # shown once
+
+
+def test_a_sign_in_page_with_nothing_held_back_says_nothing_of_it(db):
+    assert 'id="held-back"' not in page(Client(), "/console/login/")
 
 
 def test_the_kept_decision_shows_only_on_its_own_approval(engine, alice):

@@ -1,7 +1,8 @@
 """Webhook endpoints in the console and the admin (DESIGN §14, issue "Push, not poll"): operators only.
 
-The console calls the same services as the API; a secret is shown once, in
-the page answering the POST, and never travels in a message or a redirect.
+The console calls the same services as the API; every POST redirects, and a
+secret is shown once, on the one-time page the POST redirects to: it never
+travels in a cookie, a message, the session or an address.
 """
 
 import pytest
@@ -117,28 +118,47 @@ def test_the_list_shows_the_operators_endpoints_with_their_status_and_escapes_th
 def test_creating_an_endpoint_shows_its_secret_once_and_never_again(olga):
     form = page(olga, "/console/webhooks/new")
     assert 'name="csrfmiddlewaretoken"' in form and '<option value="acme/support">' in form
-    response = olga.post(
-        "/console/webhooks/new",
-        {
-            "scope": "acme/support",
-            "url": "https://hooks.example.com/in",
-            "event_types": ["run.closed"],
-            "format": "slack",
-        },
-    )
-    assert response.status_code == 201
+    fields = {"scope": "acme/support", "url": "https://hooks.example.com/in", "event_types": ["run.closed"]}
+    response = olga.post("/console/webhooks/new", {**fields, "format": "slack"})
     hook = WebhookEndpoint.objects.get()
-    assert hook.secret in response.content.decode()
+    # Post/redirect/get: the POST answers with a redirect to the one-time page, whose reload creates nothing.
+    assert response.status_code == 302 and response.url == f"/console/webhooks/{hook.id}/secret"
+    # The session waiting for the one showing holds the endpoint and a digest, not the secret.
+    assert olga.session["console.webhook_secret"]["endpoint"] == str(hook.id)
+    assert hook.secret not in str(dict(olga.session))
+    shown = olga.get(response.url)
+    assert shown.status_code == 200 and hook.secret in shown.content.decode()
+    assert "no-store" in shown["Cache-Control"]
     assert (hook.scope, hook.event_types, hook.format, hook.created_by) == (
         "acme/support",
         ["run.closed"],
         "slack",
         "user:olga",
     )
-    # Not in a cookie, a message or any later page.
-    assert hook.secret not in str(response.cookies)
+    # Not in a cookie, a message or any later page, the one-time page's reload included.
+    assert hook.secret not in str(response.cookies) + str(shown.cookies)
+    again = olga.get(response.url, follow=True)
+    assert again.redirect_chain == [(f"/console/webhooks/{hook.id}/", 302)]
+    assert hook.secret not in again.content.decode() and "shown once" in again.content.decode()
     for url in ("/console/webhooks/", f"/console/webhooks/{hook.id}/"):
         assert hook.secret not in page(olga, url)
+    assert WebhookEndpoint.objects.count() == 1
+
+
+def test_the_secret_page_shows_nothing_without_the_post_that_made_the_secret(olga):
+    hook = endpoint()
+    response = olga.get(f"/console/webhooks/{hook.id}/secret", follow=True)
+    assert response.redirect_chain == [(f"/console/webhooks/{hook.id}/", 302)]
+    assert hook.secret not in response.content.decode()
+
+
+def test_a_secret_rotated_since_the_post_is_not_shown_by_its_stale_one_time_page(olga):
+    hook = endpoint()
+    shown_at = olga.post(f"/console/webhooks/{hook.id}/rotate-secret").url
+    # Someone else rotates again before this operator's redirect is followed: their secret is not shown here.
+    _, newer = webhooks.rotate_secret(principal=OPS, endpoint_id=hook.id)
+    response = olga.get(shown_at, follow=True)
+    assert newer not in response.content.decode() and "shown once" in response.content.decode()
 
 
 @pytest.mark.parametrize(
@@ -212,8 +232,12 @@ def test_rotating_the_secret_shows_the_new_one_once(olga):
     hook = endpoint()
     response = olga.post(f"/console/webhooks/{hook.id}/rotate-secret")
     rotated = WebhookEndpoint.objects.get()
-    assert response.status_code == 200 and rotated.secret in response.content.decode()
+    assert response.status_code == 302 and response.url == f"/console/webhooks/{hook.id}/secret"
+    assert rotated.secret in page(olga, response.url)
     assert rotated.previous_secret == hook.secret and rotated.secret not in page(olga, f"/console/webhooks/{hook.id}/")
+    # The reload of the one-time page rotates nothing and shows nothing.
+    assert rotated.secret not in olga.get(response.url, follow=True).content.decode()
+    assert WebhookEndpoint.objects.get().secret == rotated.secret
 
 
 def test_the_webhook_pages_answer_get_only_where_they_show_and_post_only_where_they_change(olga):
