@@ -27,7 +27,6 @@ from ..exceptions import (
     VoteMismatch,
 )
 from ..models import (
-    Admission,
     AdmissionSource,
     AdmissionState,
     Approval,
@@ -267,7 +266,7 @@ def approve(
 
 
 @dataclass
-class Respond(AdmissionDoor[Claimed]):
+class Respond(AdmissionDoor):
     """T4 with the approver's words as input instead of the tools; ends the approval whatever its quorum."""
 
     version: Version
@@ -275,9 +274,6 @@ class Respond(AdmissionDoor[Claimed]):
     response: str
     role = Role.APPROVER
     door = "decide"
-
-    def replayed(self, t: Locked, existing: Admission) -> Claimed:
-        return Claimed(run=t.run, admission=existing, fresh=False)
 
     def check(self, t: Locked) -> None:
         super().check(t)

@@ -40,7 +40,7 @@ from ..exceptions import (
 )
 from ..models import Admission, AdmissionState, Event, Reason, RunState
 from ..principals import Principal
-from .claims import Locked, Version, advance, check_deadline, event, lock_run, require, suspension_digest_of
+from .claims import Claimed, Locked, Version, advance, check_deadline, event, lock_run, require, suspension_digest_of
 
 A = TypeVar("A")
 
@@ -187,7 +187,7 @@ def admit(
     return admission, admitted
 
 
-class AdmissionDoor(Door[A]):
+class AdmissionDoor(Door[Claimed]):
     """A door that claims a pause by its version with an input (T4): one-shot, agent reply, dispatch, respond.
 
     Step 3 is the same for all: the current version goes on; otherwise the
@@ -207,15 +207,16 @@ class AdmissionDoor(Door[A]):
     def request_digest(self, t: Locked) -> str:
         return digests.request_digest(scope=t.run.scope, version=self.version.as_dict(), input=self.input_text)
 
-    def earlier(self, t: Locked) -> A | None:
+    def earlier(self, t: Locked) -> Claimed | None:
         if is_current(t, self.version):
             return None
         existing = claimed_before(t, self.version)
         replay_or_conflict(t, existing, self.request_digest(t))
         return self.replayed(t, existing)
 
-    def replayed(self, t: Locked, existing: Admission) -> A:
-        raise NotImplementedError
+    def replayed(self, t: Locked, existing: Admission) -> Claimed:
+        """The answer to the identical request again: its admission, not fresh."""
+        return Claimed(run=t.run, admission=existing, fresh=False)
 
     def check(self, t: Locked) -> None:
         assert t.live is not None

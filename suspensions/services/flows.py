@@ -36,7 +36,7 @@ from django.db import IntegrityError, transaction
 from .. import correlation, digests, keys, scopes
 from ..correlation import Correlation
 from ..exceptions import AlreadySuspended, BadToken, InvalidRequest, NotFound, WrongGate
-from ..models import Admission, AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
+from ..models import AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, RunState, Suspension
 from ..observability import metrics
 from ..principals import Principal
 from .claiming import AdmissionDoor, through
@@ -264,7 +264,7 @@ def resume_flow_wait(
 
 
 @dataclass
-class Dispatch(AdmissionDoor[Claimed]):
+class Dispatch(AdmissionDoor):
     """T4 through the dispatch door: its gate (nonce, decision token) was checked before, not the reason matrix."""
 
     version: Version
@@ -272,9 +272,6 @@ class Dispatch(AdmissionDoor[Claimed]):
     wait: FlowWait
     role = Role.BUS
     door = None
-
-    def replayed(self, t: Locked, existing: Admission) -> Claimed:
-        return Claimed(run=t.run, admission=existing, fresh=False)
 
     def write(self, t: Locked) -> Claimed:
         assert t.live is not None

@@ -33,7 +33,7 @@ def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) 
 
 
 @dataclass
-class OneShot(AdmissionDoor[Claimed]):
+class OneShot(AdmissionDoor):
     """T3: T4 admit and T5 start of an `external_tool` pause, with the results in pending order."""
 
     version: Version
@@ -73,7 +73,7 @@ def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, re
 
 
 @dataclass
-class AgentReply(AdmissionDoor[Claimed]):
+class AgentReply(AdmissionDoor):
     """T4 by the bus: the reply bound to the pending call's `reply_with`; grants no execution."""
 
     version: Version
@@ -82,9 +82,6 @@ class AgentReply(AdmissionDoor[Claimed]):
     source: str
     role = Role.BUS
     door = "admit"
-
-    def replayed(self, t: Locked, existing: Admission) -> Claimed:
-        return Claimed(run=t.run, admission=existing, fresh=False)
 
     def check(self, t: Locked) -> None:
         super().check(t)

@@ -29,16 +29,13 @@ def version_of(s, revision=None):
 
 
 @dataclass
-class Probe(AdmissionDoor[Claimed]):
+class Probe(AdmissionDoor):
     """The smallest claiming door: admit the input, write the event."""
 
     version: Version
     input_text: str
     role: str = "bus"
     door: str | None = "admit"
-
-    def replayed(self, t: Locked, existing: Admission) -> Claimed:
-        return Claimed(run=t.run, admission=existing, fresh=False)
 
     def write(self, t: Locked) -> Claimed:
         admission, admitted = self.admit(t, AdmissionSource.AGENT_REPLY)
