@@ -53,19 +53,7 @@ def announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[
             },
         )
     elif row.kind == "admitted":
-        source = d.get("source")
-        answered = source == AdmissionSource.APPROVAL or (
-            source == AdmissionSource.DISPATCH and extra.get("reason") == Reason.APPROVAL
-        )
-        if answered:
-            decision = extra.get("decision") or ("approve" if source == AdmissionSource.APPROVAL else "respond")
-            yield (
-                EventType.APPROVAL_DECIDED,
-                {**base, **pause, "reason": "approval", "decision": decision, "decided_by": row.actor},
-            )
-        if source in WORK:
-            work = {"admission_id": d.get("admission_id"), "source": source, "request_digest": d.get("request_digest")}
-            yield EventType.ADMISSION_CREATED, {**base, **pause, **work}
+        yield from _admitted(row, extra, {**base, **pause})
     elif row.kind == "voted":
         vote = {"votes": d.get("votes"), "quorum": d.get("quorum"), "voter": row.actor}
         yield EventType.APPROVAL_VOTE, {**base, **pause, "reason": "approval", **vote}
@@ -80,6 +68,21 @@ def announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[
         yield EventType.RUN_FINISHED, base
     elif row.kind == "closed":
         yield EventType.RUN_CLOSED, {**base, **pause, "request_digest": d.get("request_digest")}
+
+
+def _admitted(row: Event, extra: Mapping[str, Any], base: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """An admission announces the approver's decision (an approval, or a dispatch that answered one) and the work
+    an engine may now start."""
+    d, source = row.data, row.data.get("source")
+    answered = source == AdmissionSource.APPROVAL or (
+        source == AdmissionSource.DISPATCH and extra.get("reason") == Reason.APPROVAL
+    )
+    if answered:
+        decision = extra.get("decision") or ("approve" if source == AdmissionSource.APPROVAL else "respond")
+        yield EventType.APPROVAL_DECIDED, {**base, "reason": "approval", "decision": decision, "decided_by": row.actor}
+    if source in WORK:
+        work = {"admission_id": d.get("admission_id"), "source": source, "request_digest": d.get("request_digest")}
+        yield EventType.ADMISSION_CREATED, {**base, **work}
 
 
 def expired_data(
