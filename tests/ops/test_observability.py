@@ -543,9 +543,14 @@ def processes(transactional_db, tmp_path):
     procs.stop_all()
 
 
-def http_get(url):
+# A bound on one request, not a measure: while gunicorn recycles both workers (max_requests) a request
+# waits in the listen queue for the next one, longer still on a busy machine; it is answered in the end.
+ANSWER_BOUND = 300
+
+
+def http_get(url, timeout=ANSWER_BOUND):
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - our own test server
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - our own test server
             return response.status, response.read().decode()
     except OSError:
         return None, ""
@@ -563,7 +568,8 @@ def test_a_scrape_sums_the_counters_of_every_web_and_worker_process(processes, t
         "worker",
     )
     base = f"http://127.0.0.1:{port}"
-    wait_for(lambda: http_get(f"{base}/healthz")[0] == 200, "gunicorn")
+    # Until gunicorn listens a probe is refused at once; a short bound only keeps the polling going.
+    wait_for(lambda: http_get(f"{base}/healthz", timeout=5)[0] == 200, "gunicorn")
     wait_for(lambda: "ready." in worker_log.read_text(), "the Celery worker")
 
     before = http_get(f"{base}/metrics")[1]

@@ -45,7 +45,7 @@ def test_seed_demo_twice_keeps_one_endpoint_with_a_fresh_secret(db):
 def post(port, body, headers):
     request = urllib.request.Request(f"http://127.0.0.1:{port}/hooks", data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=120) as response:  # a bound, not a measure: a busy machine is slow
             return response.status
     except urllib.error.HTTPError as exc:
         return exc.code
