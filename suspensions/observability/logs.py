@@ -20,11 +20,12 @@ from pythonjsonlogger.json import JsonFormatter as BaseJsonFormatter
 from . import context
 
 # A line holds none of the caller's file, line or function, nor the thread's or
-# process's name or id: the logging HOWTO's "Optimization" switches spare every
-# record the work of finding them (a transition logs on every claim).
+# process's name: the logging HOWTO's "Optimization" switches spare every record
+# the work of finding them (a transition logs on every claim). The process id is
+# kept (os.getpid() costs next to nothing): gunicorn's own format is
+# "[%(process)d]", which raised a logging error on every line without it.
 logging._srcfile = None  # type: ignore[attr-defined]
 logging.logThreads = False
-logging.logProcesses = False
 logging.logMultiprocessing = False
 
 transitions = logging.getLogger("suspensions.transitions")
