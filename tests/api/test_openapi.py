@@ -10,6 +10,7 @@ answer, live or example, must match its documented shape exactly.
 
 import json
 import re
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -360,12 +361,13 @@ def test_every_example_is_accepted_by_the_live_api_and_answers_its_documented_sh
 
 
 def real_refusals(token: Callable[..., str]) -> dict[int, dict[str, Any]]:
-    """A real answer of each status any operation may give: no token, a role missing, a body too big, no database."""
+    """A real answer of each status most operations may give: no token, no role, no row, too big, no database."""
     engine = client(token("demo", ["engine"], "docs-engine-only"))
     oversized = "x" * (9 * 1024 * 1024)  # over 8 MiB + 64 KiB
     answers = {
         401: APIClient().get("/api/v1/runs"),
         403: engine.get("/api/v1/approvals"),
+        404: engine.get(f"/api/v1/runs/{uuid.uuid4()}"),
         413: engine.post("/api/v1/runs", data=oversized, content_type="application/json"),
     }
     assert {status: answer.status_code for status, answer in answers.items()} == {s: s for s in answers}
@@ -375,7 +377,7 @@ def real_refusals(token: Callable[..., str]) -> dict[int, dict[str, Any]]:
     return {**{status: answer.json() for status, answer in answers.items()}, 503: dict(unavailable.data)}
 
 
-def test_each_documented_refusal_of_401_403_413_503_is_shaped_like_the_real_answer(db, token):
+def test_each_documented_refusal_of_401_403_404_413_503_is_shaped_like_the_real_answer(db, token):
     real = real_refusals(token)
     checked = 0
     for operation_id, (_, _, operation) in BY_ID.items():

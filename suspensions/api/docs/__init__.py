@@ -87,6 +87,7 @@ def _meaning(code: str) -> str:
 # Swagger UI would invent one from the Problem schema, every optional field filled in.
 STANDARD = {
     401: ("no token", exceptions.Unauthenticated, "Authentication credentials were not provided."),
+    404: ("not in your scopes", exceptions.NotFound, exceptions.NotFound.title),
     413: ("a body too large", exceptions.RequestTooLarge, "the body is 9437184 bytes; at most 8454144"),
     503: ("database down", exceptions.Unavailable, exceptions.Unavailable.title),
 }
