@@ -49,6 +49,25 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class TerminalFilter(logging.Filter):
+    """`make run`'s terminal: one line per request (its access line), and other records at `level` or above.
+
+    Django's own lines about a request (runserver's, and django.request's warning for each 4xx) say
+    again what the access line said; a 5xx's error, with its traceback, still shows.
+    """
+
+    REPEATS = {"django.server": logging.CRITICAL + 1, "django.request": logging.ERROR}
+
+    def __init__(self, level: str = "WARNING") -> None:
+        super().__init__()
+        self.level = logging.getLevelNamesMapping()[level]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == requests.name:
+            return record.levelno >= logging.INFO
+        return record.levelno >= max(self.level, self.REPEATS.get(record.name, 0))
+
+
 class JsonFormatter(BaseJsonFormatter):
     """time, level, logger, message, the context fields, then any `extra`; the exception as text."""
 
