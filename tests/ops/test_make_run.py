@@ -6,12 +6,14 @@ The commands' DATABASE_URL is the test database's until the supervisor gives the
 the embedded server's, so a migrate that reaches the embedded server got it there.
 """
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from tests.front_door import free_port
 from tests.processes import wait_for
 
 PYTHON = sys.executable
@@ -167,3 +170,79 @@ def test_a_server_left_by_a_killed_supervisor_is_stopped_by_the_next_one(workdir
     os.kill(second.pid, signal.SIGINT)
     assert ended(second, workdir / "log-2") == 0
     assert processes_naming(data_dir) == []
+
+
+# -- make run as a newcomer meets it: a fresh clone's terminal ------------------------------------
+
+
+def fresh_clone(into: Path) -> Path:
+    """The tracked files as they are in this checkout (no var/, no .env), with this test's virtualenv as .venv."""
+    root = Path(settings.BASE_DIR)
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (root / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, into / name)
+    (into / ".venv").symlink_to(Path(sys.prefix))
+    return into
+
+
+def make_env() -> dict[str, str]:
+    """A newcomer's shell: none of the test run's DATABASE_URL, broker, DEBUG or secret."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "USER", "TMPDIR")
+    return {name: os.environ[name] for name in keep if name in os.environ}
+
+
+def lines_of(log: Path) -> list[str]:
+    return log.read_text().splitlines()
+
+
+@pytest.mark.slow
+def test_a_fresh_clone_s_make_run_prints_a_short_terminal_ending_with_the_login_the_token_and_the_links(workdir):
+    clone, log = fresh_clone(workdir / "clone"), workdir / "terminal"
+    port = free_port()
+    # The virtualenv is installed already: a stamp newer than requirements.txt says so, as after a first make run.
+    stamp = workdir / "installed"
+    stamp.touch()
+    with open(log, "wb") as out:
+        make = subprocess.Popen(
+            ["make", "run", f"PORT={port}", f"RUNTIME_STAMP={stamp}"],
+            cwd=clone, env=make_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        # Bounds, not measures: PostgreSQL's initdb and the migrations take a while on a busy machine.
+        wait_for(lambda: "admin: " in log.read_text() or make.poll() is not None, "the demo links", seconds=600)
+        assert make.poll() is None, log.read_text()
+        before_any_request = lines_of(log)
+        token = next(line for line in before_any_request if line.startswith("sus_"))
+        assert len(before_any_request) <= 20, "\n".join(before_any_request)
+        assert before_any_request[-4].startswith(f"login: http://127.0.0.1:{port}/console/  user admin")
+        assert before_any_request[-2] == token
+        assert f"API docs: http://127.0.0.1:{port}/api/docs/" in before_any_request[-1]
+
+        runs = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/v1/runs", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(runs, timeout=120) as answer:  # noqa: S310 - the server this test started
+            assert answer.status == 200
+        wait_for(lambda: "GET /api/v1/runs 200" in log.read_text(), "the request's line on the terminal")
+        # The worker tried the demo's webhook, whose receiver nobody started: in its log, not on the terminal.
+        worker_log = clone / "var" / "log" / "worker.log"
+        attempted = lambda: worker_log.exists() and "webhook attempt" in worker_log.read_text()  # noqa: E731
+        wait_for(attempted, "a webhook attempt", seconds=300)
+        terminal = log.read_text()
+        assert "webhook attempt" not in terminal and "No hostname was supplied" not in terminal
+        assert not [line for line in terminal.splitlines() if line.startswith("{")]  # no JSON for people
+        web_lines = [json.loads(line) for line in lines_of(clone / "var" / "log" / "web.log")]
+        assert any(line["message"] == "GET /api/v1/runs 200" for line in web_lines)
+        assert not any("No hostname" in path.read_text() for path in (clone / "var" / "log").glob("*.log"))
+        assert not (clone / "control").exists()  # the broker's files stay under var/
+
+        creds = subprocess.run(["make", "-s", "creds"], cwd=clone, env=make_env(), capture_output=True, text=True)
+        assert creds.stdout.splitlines()[-4:] == before_any_request[-4:]
+        assert (clone / "var" / "credentials.txt").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.killpg(make.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to make's process group
+        ended(make, log)
+    assert "supervise: stopping PostgreSQL." in log.read_text()
+    assert processes_naming(clone) == []
