@@ -97,6 +97,19 @@ def test_one_long_lived_command_ending_stops_the_others_with_its_status(tmp_path
     assert processes_naming(marker) == []  # the app (whose command names the marker) is stopped too
 
 
+def test_a_then_command_runs_once_the_rest_are_up_and_its_end_stops_nothing(tmp_path):
+    marker, log = tmp_path / "name", tmp_path / "log"
+    # The app writes its LOG_NAME (its log file's name, from supervise) where the then command reads it.
+    app = f"{PYTHON} -c \"import os, time; open('{marker}', 'w').write(os.environ['LOG_NAME']); time.sleep(600)\""
+    reader = f"{PYTHON} -c \"import os, time; [time.sleep(0.05) for _ in iter(lambda: os.path.exists('{marker}'), True)]; print('then saw', open('{marker}').read(), os.environ['LOG_NAME'])\""  # noqa: E501
+    proc = supervise("app", app, "--then", reader, log=log)
+    wait_for(lambda: "then saw" in log.read_text() or proc.poll() is not None, "the then command's line")
+    assert "then saw app setup" in log.read_text()
+    assert proc.poll() is None  # the then command ended; the app runs on
+    os.kill(proc.pid, signal.SIGINT)
+    assert ended(proc, log) == 0
+
+
 def test_commands_come_in_pairs(tmp_path):
     proc = supervise("web", log=tmp_path / "log")
     assert ended(proc, tmp_path / "log") == 2
