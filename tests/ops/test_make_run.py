@@ -255,7 +255,8 @@ def test_a_fresh_clone_s_make_run_prints_a_short_terminal_ending_with_the_login_
         assert creds.stdout.splitlines()[-4:] == before_any_request[-4:]
         assert (clone / "var" / "credentials.txt").stat().st_mode & 0o777 == 0o600
     finally:
-        os.killpg(make.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to make's process group
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to make's process group
         ended(make, log)
     assert "supervise: stopping PostgreSQL." in log.read_text()
     assert processes_naming(clone) == []

@@ -95,6 +95,7 @@ STANDARD = {
 
 def _standard(doc: Doc, status: int) -> list[OpenApiExample]:
     """The example of a status whose refusals this operation's table shows none of."""
+    error: type[exceptions.ServiceError]
     if status == 403:
         role = doc.role.split(" ")[0]
         detail = (
