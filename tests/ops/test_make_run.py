@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,7 +221,9 @@ def test_a_fresh_clone_s_make_run_prints_a_short_terminal_ending_with_the_login_
     with open(log, "wb") as out:
         make = subprocess.Popen(
             ["make", "run", f"PORT={port}", f"RUNTIME_STAMP={stamp}"],
-            cwd=clone, env=make_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            # A sweep every second, so one has run by the time the terminal is read.
+            cwd=clone, env={**make_env(), "SWEEP_INTERVAL_SECONDS": "1"},
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
         # Bounds, not measures: PostgreSQL's initdb and the migrations take a while on a busy machine.
@@ -233,18 +236,26 @@ def test_a_fresh_clone_s_make_run_prints_a_short_terminal_ending_with_the_login_
         assert before_any_request[-2] == token
         assert f"API docs: http://127.0.0.1:{port}/api/docs/" in before_any_request[-1]
 
-        runs = urllib.request.Request(
-            f"http://127.0.0.1:{port}/api/v1/runs", headers={"Authorization": f"Bearer {token}"}
-        )
+        base = f"http://127.0.0.1:{port}"
+        runs = urllib.request.Request(f"{base}/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(runs, timeout=120) as answer:  # noqa: S310 - the server this test started
             assert answer.status == 200
         wait_for(lambda: "GET /api/v1/runs 200" in log.read_text(), "the request's line on the terminal")
+        try:
+            urllib.request.urlopen(f"{base}/api/v1/nothing-here", timeout=120)  # noqa: S310 - as above
+        except urllib.error.HTTPError as refused:
+            assert refused.code == 404
+        wait_for(lambda: "GET /api/v1/nothing-here 404" in log.read_text(), "the 404's line")
+        # One line per request: neither runserver's own line nor django.request's warning repeats it.
+        assert log.read_text().count("/api/v1/nothing-here") == 1
         # The worker tried the demo's webhook, whose receiver nobody started: in its log, not on the terminal.
         worker_log = clone / "var" / "log" / "worker.log"
         attempted = lambda: worker_log.exists() and "webhook attempt" in worker_log.read_text()  # noqa: E731
         wait_for(attempted, "a webhook attempt", seconds=300)
+        wait_for(lambda: "sweep finished" in worker_log.read_text(), "a sweep", seconds=300)  # and the beat's sweep
         terminal = log.read_text()
-        assert "webhook attempt" not in terminal and "No hostname was supplied" not in terminal
+        assert "webhook attempt" not in terminal and "sweep" not in terminal
+        assert "No hostname was supplied" not in terminal
         assert not [line for line in terminal.splitlines() if line.startswith("{")]  # no JSON for people
         web_lines = [json.loads(line) for line in lines_of(clone / "var" / "log" / "web.log")]
         assert any(line["message"] == "GET /api/v1/runs 200" for line in web_lines)
