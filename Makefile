@@ -35,7 +35,7 @@ LINT_ENV := DJANGO_SECRET_KEY=lint DATABASE_URL=postgres://lint@127.0.0.1:5432/l
 # tests/conftest.py), and starts its own servers, Celery workers and Chromium on free ports.
 TEST_WORKERS ?= 2
 
-.PHONY: install install-runtime lock run db check test lint services browser proxy pgbouncer bench clean
+.PHONY: install install-runtime lock run creds db check test lint services browser proxy pgbouncer bench clean
 
 # Everything: the runtime set and the development/test set (test, lint, bench).
 install: $(VENV_STAMP)
@@ -43,10 +43,11 @@ install: $(VENV_STAMP)
 install-runtime: $(RUNTIME_STAMP)
 
 $(RUNTIME_STAMP): requirements.txt
-	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PIP_INSTALL) -r requirements.txt
-	touch $(RUNTIME_STAMP)
+	@echo "Installing the runtime set into .venv (requirements.txt)..."
+	@test -x $(PY) || python3 -m venv .venv
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PIP_INSTALL) -r requirements.txt
+	@touch $(RUNTIME_STAMP)
 
 # The Python client (clients/python) is installed editable for its tests and examples, built offline
 # with the pinned setuptools of the dev set (no build isolation, no download).
@@ -71,25 +72,35 @@ lock:
 # DEBUG on, a secret key and a data key (webhook secrets at rest) of this checkout's own.
 # Production sets its environment instead.
 .env:
-	umask 077; { echo '# Written by make run for this checkout only; production sets its own environment.'; \
+	@umask 077; { echo '# Written by make run for this checkout only; production sets its own environment.'; \
 		echo 'DJANGO_DEBUG=1'; \
 		echo "DJANGO_SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; \
 		echo "DATA_ENCRYPTION_KEYS=$$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"; } > .env
 
 # One Ctrl-C stops all: bin/supervise.py starts PostgreSQL, runs migrate and seed_demo, then web, worker
 # and beat; it sends each of these one SIGTERM, waits for it, and stops PostgreSQL last.
+# The terminal is for people: short lines (warnings, errors, one per request; TERMINAL_LOG_LEVEL=INFO
+# for more), no banners; the JSON logs go to var/log/<process>.log. Once the web answers, the login,
+# the token and the demo's links are printed last; `make creds` prints them again.
+# Celery's warning to a root shell is for servers (which run as a user of their own), not for this demo.
+RUN_LOGS := LOG_DIR=$(CURDIR)/var/log DJANGO_RUNSERVER_HIDE_WARNING=true \
+	PYTHONWARNINGS="ignore:You're running the worker with superuser privileges"
 run: install-runtime .env
-	mkdir -p var/broker var/broker-processed var/mail
-	rm -rf var/prometheus && mkdir -p var/prometheus
-	@echo "Approver emails are written as files under $(CURDIR)/var/mail/ (one .log file per batch sent)."
-	@echo "Once migrated and seeded (a login and a token are printed), serving on http://127.0.0.1:$(PORT)/"
-	@echo "(console /console/, API docs /api/docs/, admin /admin/). Ctrl-C stops all."
-	$(RUN_ENV) $(PY) bin/supervise.py $(RUN_DB) \
-		--first "$(PY) manage.py migrate --noinput" \
-		--first "$(PY) manage.py seed_demo" \
-		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload" \
-		worker ".venv/bin/celery -A suspensions_project worker --concurrency 1 --loglevel warning" \
-		beat ".venv/bin/celery -A suspensions_project beat --loglevel warning --schedule var/celerybeat-schedule"
+	@mkdir -p var/broker var/broker-processed var/broker-control var/mail var/log
+	@rm -rf var/prometheus && mkdir -p var/prometheus
+	@echo "Starting PostgreSQL, migrating and seeding the demo; then serving on http://127.0.0.1:$(PORT)/."
+	@echo "JSON logs: var/log/. Approver emails: var/mail/. Ctrl-C stops all."
+	@$(RUN_ENV) $(RUN_LOGS) $(PY) bin/supervise.py $(RUN_DB) \
+		--first "$(PY) manage.py migrate --noinput -v0" \
+		--first "$(PY) manage.py seed_demo -v0 --credentials var/credentials.txt" \
+		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload --skip-checks" \
+		worker ".venv/bin/celery -A suspensions_project --quiet worker --concurrency 1" \
+		beat ".venv/bin/celery -A suspensions_project --quiet beat --schedule var/celerybeat-schedule" \
+		--ready http://127.0.0.1:$(PORT)/healthz --then "cat var/credentials.txt"
+
+# The login, the token and the demo's links that make run printed last (written by its seed_demo).
+creds:
+	@cat var/credentials.txt 2>/dev/null || echo "No demo credentials yet: make run writes them once it has seeded the demo."
 
 # The embedded PostgreSQL alone, until Ctrl-C: for the README's manage.py commands when make run is not
 # running (with DEBUG on, as .env has it, their DATABASE_URL defaults to this server).

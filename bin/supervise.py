@@ -5,13 +5,19 @@
 web server, the Celery worker and Celery beat:
 
     python bin/supervise.py [--postgres DIR] [--first "COMMAND"]... [NAME "COMMAND"]...
+                            [--ready URL --then "COMMAND"]
 
 --postgres DIR starts the embedded PostgreSQL whose data is in DIR (bin/localdb.py)
 before anything else, gives every command its address as DATABASE_URL, and stops
 it after everything else has stopped. Each --first command then runs to its end,
 in the order given; the first that fails stops it all with its status. Then the
 NAME COMMAND pairs run together (a command is split like a shell would, without
-a shell). With no pair, it waits for Ctrl-C (`make db`).
+a shell). With no pair, it waits for Ctrl-C (`make db`). Each command finds its NAME
+in the environment as LOG_NAME (the --first ones: `setup`), which names its log file.
+
+--then COMMAND runs once the long-lived commands are up: after URL (--ready)
+answers, or at once without one. Its end, whatever its status, stops nothing:
+`make run` prints the login and token with it, below the servers' own lines.
 
 Each command runs in its own session, so the terminal's Ctrl-C reaches only make
 and this script; this script then sends exactly one SIGTERM to each command
@@ -31,6 +37,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 STOP_TIMEOUT = float(os.environ.get("SUPERVISE_STOP_TIMEOUT", "20"))
@@ -61,13 +68,33 @@ def _say(text: str) -> None:
     print(f"supervise: {text}", file=sys.stderr, flush=True)
 
 
-def spawn(commands: list[tuple[str, str]]) -> Procs:
+def spawn(commands: list[tuple[str, str]], log_name: str | None = None) -> Procs:
     return {
         name: subprocess.Popen(  # noqa: S603 - our own commands, from the Makefile
-            shlex.split(command), start_new_session=True, preexec_fn=_die_with_parent
+            shlex.split(command),
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+            env={**os.environ, "LOG_NAME": log_name or name},
         )
         for name, command in commands
     }
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our own server, from the Makefile
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def wait_until_ready(url: str | None, procs: Procs, requested: list[int]) -> bool:
+    """Until `url` answers 200 (True), a stop is requested or a command ends (False); True without a url."""
+    while url is not None and not _answers(url):
+        if requested or any(proc.poll() is not None for proc in procs.values()):
+            return False
+        time.sleep(POLL)
+    return True
 
 
 def wait_for_an_end(procs: Procs, requested: list[int]) -> tuple[str | None, int]:
@@ -104,7 +131,7 @@ def run_in_turn(commands: list[str], requested: list[int]) -> int:
     for command in commands:
         if requested:
             return 0
-        procs = spawn([(command, command)])
+        procs = spawn([(command, command)], log_name="setup")
         ended, status = wait_for_an_end(procs, requested)
         stop(procs, requested)
         if ended is None or status != 0:
@@ -114,8 +141,12 @@ def run_in_turn(commands: list[str], requested: list[int]) -> int:
     return 0
 
 
-def run_together(pairs: list[tuple[str, str]], requested: list[int]) -> int:
+def run_together(pairs: list[tuple[str, str]], requested: list[int], then: list[str], ready: str | None) -> int:
     procs = spawn(pairs)
+    if then and wait_until_ready(ready, procs, requested):
+        for command in then:
+            # Waited for here, not supervised: it prints and ends, and its end stops nothing.
+            subprocess.run(shlex.split(command), check=False, env={**os.environ, "LOG_NAME": "setup"})  # noqa: S603
     ended, status = wait_for_an_end(procs, requested)
     if ended is not None:
         _say(f"{ended} exited with status {status}; stopping the others.")
@@ -132,6 +163,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="supervise.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--postgres", type=Path, help="data directory of the embedded PostgreSQL to start first")
     parser.add_argument("--first", action="append", default=[], help="a command to run to its end before the rest")
+    parser.add_argument("--then", action="append", default=[], help="a command to run once the rest are up")
+    parser.add_argument("--ready", help="with --then: the URL that answers 200 once the rest are up")
     parser.add_argument("pairs", nargs="*", metavar="NAME COMMAND")
     args = parser.parse_args(argv)
     if len(args.pairs) % 2:
@@ -164,7 +197,7 @@ def main(argv: list[str]) -> int:
     try:
         status = run_in_turn(args.first, requested)
         if status == 0 and not requested:
-            status = run_together(args.pairs, requested)
+            status = run_together(args.pairs, requested, args.then, args.ready)
     finally:
         if server is not None:
             _say("stopping PostgreSQL.")

@@ -33,7 +33,10 @@ try:
 except ImportError:  # a checkout where only `make run` installed the runtime set: the client is in the repository
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clients" / "python" / "src"))
 
-from langgraph.graph import END, START, StateGraph
+try:
+    from langgraph.graph import END, START, StateGraph
+except ImportError:  # `make run` installs the runtime set only; langgraph is in the dev set
+    sys.exit("This example needs langgraph: `make install` (the dev set has it), or `.venv/bin/pip install langgraph`.")
 from suspensions_client import Client
 
 SYSTEM_PROMPT = "You are the support agent. Refunds need a supervisor's approval."
@@ -69,7 +72,7 @@ def tool_answer(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def tool_gate(client: Client, approver: Client | None, poll: float) -> Any:
+def tool_gate(client: Client, approver: Client | None, poll: float, console: str) -> Any:
     """The graph's tool node: pause for approval, wait for the decision, run what was approved."""
 
     def tools(state: State) -> dict[str, Any]:
@@ -86,6 +89,7 @@ def tool_gate(client: Client, approver: Client | None, poll: float) -> Any:
         }
         pause = client.pause_for_approval(state["run_id"], calls, continuation, revision=state["revision"])
         print(f"tool node paused run {pause.run_id} for approval {pause.id}", flush=True)
+        print(f"decide it at {console}/console/approvals/{pause.id}/", flush=True)
         if approver is not None:
             approver.decide(pause.id, pause.version, "approve", reason="approved by the demo's own token")
         outcome = client.wait_for_admission(pause.run_id, pause.id, timeout=3600, poll_interval=poll)
@@ -104,10 +108,10 @@ def tool_gate(client: Client, approver: Client | None, poll: float) -> Any:
     return tools
 
 
-def build(client: Client, approver: Client | None = None, poll: float = 2.0) -> Any:
+def build(client: Client, approver: Client | None = None, poll: float = 2.0, console: str = "") -> Any:
     graph = StateGraph(State)
     graph.add_node("model", model)
-    graph.add_node("tools", tool_gate(client, approver, poll))
+    graph.add_node("tools", tool_gate(client, approver, poll, console.rstrip("/")))
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", route, ["tools", END])
     graph.add_edge("tools", "model")
@@ -131,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         run = client.register("langgraph-agent", scope=args.scope)
         request = {"role": "user", "content": "Order 42 arrived broken, please refund it."}
         state = {"messages": [request], "run_id": run.id, "revision": run.revision, "approved": False}
-        final = build(client, approver, args.poll).invoke(state)
+        final = build(client, approver, args.poll, args.url).invoke(state)
         print(f"assistant: {final['messages'][-1]['content']}", flush=True)
         if not final["approved"]:
             return 2  # the denial already failed the run (or it expired, or was cancelled)

@@ -160,13 +160,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # CACHE_URL=redis://host:6379/1 moves them to Redis (`locmemcache://` counts per process).
 CACHES = {"default": env.cache_url("CACHE_URL", default="dbcache://suspensions_cache")}
 
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+# The filesystem transport ignores the host; naming one spares kombu's "No hostname was supplied" warning.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost//")
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(VAR_DIR / "broker"),
         "data_folder_out": str(VAR_DIR / "broker"),
         "processed_folder": str(VAR_DIR / "broker-processed"),
         "store_processed": False,
+        # The worker's and beat's control exchange (pidbox); kombu's default is ./control in the checkout.
+        "control_folder": str(VAR_DIR / "broker-control"),
     }
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
@@ -352,13 +355,39 @@ SPECTACULAR_SETTINGS = {
 # principal and run id of the request or task that wrote it. Django's own
 # loggers lose their text handlers and go through the same one.
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO").upper()
+# `make run` sets LOG_DIR: the JSON lines then go to LOG_DIR/<LOG_NAME>.log (supervise.py names each
+# process: web, worker, beat, setup), and the terminal gets short lines for people: warnings and
+# errors, each request's access line, and whatever else reaches TERMINAL_LOG_LEVEL (INFO shows the
+# transitions, sweeps and webhook attempts too).
+LOG_DIR = env.str("LOG_DIR", default="")
+LOG_NAME = env.str("LOG_NAME", default="manage")
+TERMINAL_LOG_LEVEL = env.str("TERMINAL_LOG_LEVEL", default="WARNING").upper()
+_JSON_HANDLER = {"formatter": "json", "filters": ["context"]}
+_HANDLERS = (
+    {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "text",
+            "filters": ["terminal"],
+        },
+        "file": {"class": "logging.FileHandler", "filename": str(Path(LOG_DIR) / f"{LOG_NAME}.log"), **_JSON_HANDLER},
+    }
+    if LOG_DIR
+    else {"console": {"class": "logging.StreamHandler", **_JSON_HANDLER}}
+)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "suspensions.observability.logs.ContextFilter"}},
-    "formatters": {"json": {"()": "suspensions.observability.logs.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["context"]}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "filters": {
+        "context": {"()": "suspensions.observability.logs.ContextFilter"},
+        "terminal": {"()": "suspensions.observability.logs.TerminalFilter", "level": TERMINAL_LOG_LEVEL},
+    },
+    "formatters": {
+        "json": {"()": "suspensions.observability.logs.JsonFormatter"},
+        "text": {"format": f"%(asctime)s {LOG_NAME:<6} %(levelname)s %(name)s: %(message)s", "datefmt": "%H:%M:%S"},
+    },
+    "handlers": _HANDLERS,
+    "root": {"handlers": list(_HANDLERS), "level": LOG_LEVEL},
     "loggers": {
         "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
         # runserver's request lines: the access line of suspensions.requests says the same, with the request id.

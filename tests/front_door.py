@@ -23,6 +23,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "deploy" / "nginx" / "suspensions.conf"
 START_SECONDS = 60
@@ -207,6 +209,16 @@ def start_nginx(directory: Path, upstream_port: int, template: Path = TEMPLATE) 
 
 class Nginx(Server):
     access_log: Path
+
+    def accepted(self) -> int:
+        """Client connections nginx's processes hold open on its port (accepted, not merely queued)."""
+        processes = [psutil.Process(self.process.pid), *psutil.Process(self.process.pid).children(recursive=True)]
+        return sum(
+            1
+            for proc in processes
+            for conn in proc.net_connections(kind="tcp")
+            if conn.laddr and conn.laddr.port == self.port and conn.status == psutil.CONN_ESTABLISHED
+        )
 
     def access_line(self, request_id: str, timeout: float) -> str | None:
         """The access line that ends with `id=<request_id>`, waiting up to `timeout` for nginx to write it."""

@@ -20,11 +20,12 @@ from pythonjsonlogger.json import JsonFormatter as BaseJsonFormatter
 from . import context
 
 # A line holds none of the caller's file, line or function, nor the thread's or
-# process's name or id: the logging HOWTO's "Optimization" switches spare every
-# record the work of finding them (a transition logs on every claim).
+# process's name: the logging HOWTO's "Optimization" switches spare every record
+# the work of finding them (a transition logs on every claim). The process id is
+# kept (os.getpid() costs next to nothing): gunicorn's own format is
+# "[%(process)d]", which raised a logging error on every line without it.
 logging._srcfile = None  # type: ignore[attr-defined]
 logging.logThreads = False
-logging.logProcesses = False
 logging.logMultiprocessing = False
 
 transitions = logging.getLogger("suspensions.transitions")
@@ -46,6 +47,25 @@ class ContextFilter(logging.Filter):
             if getattr(record, name, None) is None:
                 setattr(record, name, value())
         return True
+
+
+class TerminalFilter(logging.Filter):
+    """`make run`'s terminal: one line per request (its access line), and other records at `level` or above.
+
+    Django's own lines about a request (runserver's, and django.request's warning for each 4xx) say
+    again what the access line said; a 5xx's error, with its traceback, still shows.
+    """
+
+    REPEATS = {"django.server": logging.CRITICAL + 1, "django.request": logging.ERROR}
+
+    def __init__(self, level: str = "WARNING") -> None:
+        super().__init__()
+        self.level = logging.getLevelNamesMapping()[level]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == requests.name:
+            return record.levelno >= logging.INFO
+        return record.levelno >= max(self.level, self.REPEATS.get(record.name, 0))
 
 
 class JsonFormatter(BaseJsonFormatter):

@@ -10,12 +10,14 @@ answer, live or example, must match its documented shape exactly.
 
 import json
 import re
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
@@ -25,6 +27,7 @@ from rest_framework.test import APIClient
 from suspensions import exceptions, services
 from suspensions.api import docs
 from suspensions.api.docs import samples as v
+from suspensions.api.errors import problem_exception_handler
 from suspensions.clock import db_now
 from suspensions.models import MessageStatus, WebhookMessage
 from tests.helpers import client
@@ -352,3 +355,45 @@ def test_every_example_is_accepted_by_the_live_api_and_answers_its_documented_sh
     response = world.send(role_for(operation_id), method, world.path(path), body)
     assert response.status_code in successes_of(operation), (response.status_code, response.content[:800])
     assert_shape(response.json(), documented(operation, response.status_code)["schema"], operation_id)
+
+
+# -- the refusals every operation can give, as the service answers them --------------------------
+
+
+def real_refusals(token: Callable[..., str]) -> dict[int, dict[str, Any]]:
+    """A real answer of each status most operations may give: no token, no role, no row, too big, no database."""
+    engine = client(token("demo", ["engine"], "docs-engine-only"))
+    oversized = "x" * (9 * 1024 * 1024)  # over 8 MiB + 64 KiB
+    answers = {
+        401: APIClient().get("/api/v1/runs"),
+        403: engine.get("/api/v1/approvals"),
+        404: engine.get(f"/api/v1/runs/{uuid.uuid4()}"),
+        413: engine.post("/api/v1/runs", data=oversized, content_type="application/json"),
+    }
+    assert {status: answer.status_code for status, answer in answers.items()} == {s: s for s in answers}
+    # Every view's database error ends in this handler (tests/ops/test_ops.py shows it answering a view).
+    unavailable = problem_exception_handler(OperationalError("connection refused"), {})
+    assert unavailable is not None and unavailable.status_code == 503
+    return {**{status: answer.json() for status, answer in answers.items()}, 503: dict(unavailable.data)}
+
+
+def test_each_documented_refusal_of_401_403_404_413_503_is_shaped_like_the_real_answer(db, token):
+    real = real_refusals(token)
+    checked = 0
+    for operation_id, (_, _, operation) in BY_ID.items():
+        for status, answer in errors_of(operation).items():
+            if status not in real:
+                continue
+            examples = answer["content"]["application/problem+json"].get("examples", {})
+            # Without an example Swagger UI invents one from the schema, every optional field filled in.
+            assert examples, (operation_id, status)
+            for name, example in examples.items():
+                value = example["value"]
+                if value["code"] != real[status]["code"]:
+                    continue  # another code of that status (requires_approval, input_too_large, ...)
+                assert value.keys() == real[status].keys(), (operation_id, status, name, value)
+                assert {k: value[k] for k in ("type", "title", "status")} == {
+                    k: real[status][k] for k in ("type", "title", "status")
+                }, (operation_id, status, name)
+                checked += 1
+    assert checked >= 3 * len(BY_ID)  # 401, 403 and 503 of every operation at least

@@ -32,3 +32,23 @@ def test_the_docs_page_shows_every_door_the_summaries_and_the_request_examples(c
     page.screenshot(path=str(ARTIFACTS / "api-docs.png"), full_page=False)
     context.close()
     assert hosts == {urlsplit(site).netloc}
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_an_operation_s_401_shows_the_problem_the_service_answers_not_one_made_up(chromium, site, width):
+    context = chromium.new_context(viewport={"width": width, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.goto(f"{site}/api/docs/")
+    register = page.locator("#operations-runs-register_run")
+    register.locator(".opblock-summary").click()
+    unauthenticated = register.locator('tr.response[data-code="401"]')
+    unauthenticated.scroll_into_view_if_needed()
+    example = unauthenticated.locator(".highlight-code, .microlight").first
+    expect(example).to_contain_text('"code": "unauthenticated"')
+    expect(example).to_contain_text("Authentication credentials were not provided.")
+    # What Swagger UI made up from the schema before: every optional field of a problem, filled in.
+    for invented in ('"receipt"', '"version"', '"unknown"'):
+        expect(example).not_to_contain_text(invented)
+    unauthenticated.screenshot(path=str(ARTIFACTS / f"api-docs-401-{width}.png"))
+    context.close()

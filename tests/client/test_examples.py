@@ -110,6 +110,7 @@ def test_the_langgraph_tool_node_pauses_for_approval_and_resumes_on_the_decision
     code, output = finished(proc)
     assert code == 0, output
     assert 'assistant: Done: {"refunded": 900, "order": 42}' in output
+    assert f"decide it at {base_url}/console/approvals/{pause.id}/" in output  # as engine_loop.py prints it
     run = Run.objects.get(pk=pause.run_id)
     assert (run.state, run.revision) == ("completed", 4)
 
@@ -121,6 +122,14 @@ def test_the_langgraph_tool_node_turns_a_denial_into_the_tools_answer(base_url, 
     code, output = finished(proc)
     assert code == 2, output
     assert "assistant: Done: not approved (denied): no refunds today" in output
+
+
+def test_the_readme_says_the_langgraph_example_needs_the_dev_set():
+    readme = (ROOT / "README.md").read_text()
+    paragraph = next(p for p in readme.split("\n\n") if "examples/langgraph_tool_gate.py" in p)
+    assert "make install" in paragraph
+    # And the example says it too, rather than a traceback, when only `make run`'s set is installed.
+    assert "This example needs langgraph: `make install`" in LANGGRAPH.read_text()
 
 
 def test_the_python_client_section_of_the_api_doc_runs_as_written(base_url, token, tmp_path):

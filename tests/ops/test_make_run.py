@@ -6,12 +6,15 @@ The commands' DATABASE_URL is the test database's until the supervisor gives the
 the embedded server's, so a migrate that reaches the embedded server got it there.
 """
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +23,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from tests.front_door import free_port
 from tests.processes import wait_for
 
 PYTHON = sys.executable
@@ -92,6 +96,19 @@ def test_one_long_lived_command_ending_stops_the_others_with_its_status(tmp_path
     assert ended(proc, tmp_path / "log") == 5
     assert "quitter exited with status 5; stopping the others." in (tmp_path / "log").read_text()
     assert processes_naming(marker) == []  # the app (whose command names the marker) is stopped too
+
+
+def test_a_then_command_runs_once_the_rest_are_up_and_its_end_stops_nothing(tmp_path):
+    marker, log = tmp_path / "name", tmp_path / "log"
+    # The app writes its LOG_NAME (its log file's name, from supervise) where the then command reads it.
+    app = f"{PYTHON} -c \"import os, time; open('{marker}', 'w').write(os.environ['LOG_NAME']); time.sleep(600)\""
+    reader = f"{PYTHON} -c \"import os, time; [time.sleep(0.05) for _ in iter(lambda: os.path.exists('{marker}'), True)]; print('then saw', open('{marker}').read(), os.environ['LOG_NAME'])\""  # noqa: E501
+    proc = supervise("app", app, "--then", reader, log=log)
+    wait_for(lambda: "then saw" in log.read_text() or proc.poll() is not None, "the then command's line")
+    assert "then saw app setup" in log.read_text()
+    assert proc.poll() is None  # the then command ended; the app runs on
+    os.kill(proc.pid, signal.SIGINT)
+    assert ended(proc, log) == 0
 
 
 def test_commands_come_in_pairs(tmp_path):
@@ -167,3 +184,90 @@ def test_a_server_left_by_a_killed_supervisor_is_stopped_by_the_next_one(workdir
     os.kill(second.pid, signal.SIGINT)
     assert ended(second, workdir / "log-2") == 0
     assert processes_naming(data_dir) == []
+
+
+# -- make run as a newcomer meets it: a fresh clone's terminal ------------------------------------
+
+
+def fresh_clone(into: Path) -> Path:
+    """The tracked files as they are in this checkout (no var/, no .env), with this test's virtualenv as .venv."""
+    root = Path(settings.BASE_DIR)
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (root / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, into / name)
+    (into / ".venv").symlink_to(Path(sys.prefix))
+    return into
+
+
+def make_env() -> dict[str, str]:
+    """A newcomer's shell: none of the test run's DATABASE_URL, broker, DEBUG or secret."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "USER", "TMPDIR")
+    return {name: os.environ[name] for name in keep if name in os.environ}
+
+
+def lines_of(log: Path) -> list[str]:
+    return log.read_text().splitlines()
+
+
+@pytest.mark.slow
+def test_a_fresh_clone_s_make_run_prints_a_short_terminal_ending_with_the_login_the_token_and_the_links(workdir):
+    clone, log = fresh_clone(workdir / "clone"), workdir / "terminal"
+    port = free_port()
+    # The virtualenv is installed already: a stamp newer than requirements.txt says so, as after a first make run.
+    stamp = workdir / "installed"
+    stamp.touch()
+    with open(log, "wb") as out:
+        make = subprocess.Popen(
+            ["make", "run", f"PORT={port}", f"RUNTIME_STAMP={stamp}"],
+            # A sweep every second, so one has run by the time the terminal is read.
+            cwd=clone, env={**make_env(), "SWEEP_INTERVAL_SECONDS": "1"},
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        # Bounds, not measures: PostgreSQL's initdb and the migrations take a while on a busy machine.
+        wait_for(lambda: "admin: " in log.read_text() or make.poll() is not None, "the demo links", seconds=600)
+        assert make.poll() is None, log.read_text()
+        before_any_request = lines_of(log)
+        token = next(line for line in before_any_request if line.startswith("sus_"))
+        assert len(before_any_request) <= 20, "\n".join(before_any_request)
+        assert before_any_request[-4].startswith(f"login: http://127.0.0.1:{port}/console/  user admin")
+        assert before_any_request[-2] == token
+        assert f"API docs: http://127.0.0.1:{port}/api/docs/" in before_any_request[-1]
+
+        base = f"http://127.0.0.1:{port}"
+        runs = urllib.request.Request(f"{base}/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(runs, timeout=120) as answer:  # noqa: S310 - the server this test started
+            assert answer.status == 200
+        wait_for(lambda: "GET /api/v1/runs 200" in log.read_text(), "the request's line on the terminal")
+        try:
+            urllib.request.urlopen(f"{base}/api/v1/nothing-here", timeout=120)  # noqa: S310 - as above
+        except urllib.error.HTTPError as refused:
+            assert refused.code == 404
+        wait_for(lambda: "GET /api/v1/nothing-here 404" in log.read_text(), "the 404's line")
+        # One line per request: neither runserver's own line nor django.request's warning repeats it.
+        assert log.read_text().count("/api/v1/nothing-here") == 1
+        # The worker tried the demo's webhook, whose receiver nobody started: in its log, not on the terminal.
+        worker_log = clone / "var" / "log" / "worker.log"
+        attempted = lambda: worker_log.exists() and "webhook attempt" in worker_log.read_text()  # noqa: E731
+        wait_for(attempted, "a webhook attempt", seconds=300)
+        wait_for(lambda: "sweep finished" in worker_log.read_text(), "a sweep", seconds=300)  # and the beat's sweep
+        terminal = log.read_text()
+        assert "webhook attempt" not in terminal and "sweep" not in terminal
+        assert "No hostname was supplied" not in terminal
+        assert not [line for line in terminal.splitlines() if line.startswith("{")]  # no JSON for people
+        web_lines = [json.loads(line) for line in lines_of(clone / "var" / "log" / "web.log")]
+        assert any(line["message"] == "GET /api/v1/runs 200" for line in web_lines)
+        assert not any("No hostname" in path.read_text() for path in (clone / "var" / "log").glob("*.log"))
+        assert not (clone / "control").exists()  # the broker's files stay under var/
+
+        creds = subprocess.run(["make", "-s", "creds"], cwd=clone, env=make_env(), capture_output=True, text=True)
+        assert creds.stdout.splitlines()[-4:] == before_any_request[-4:]
+        assert (clone / "var" / "credentials.txt").stat().st_mode & 0o777 == 0o600
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to make's process group
+        ended(make, log)
+    assert "supervise: stopping PostgreSQL." in log.read_text()
+    assert processes_naming(clone) == []

@@ -10,6 +10,7 @@ import io
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from suspensions.exceptions import AdmissionConflict, Forbidden, NotFound, Suspe
 from suspensions.models import Reason, Run, Suspension, SweepHeartbeat
 from suspensions.observability import celery_signals, context, heartbeat, logs, metrics
 from suspensions.services import db_now
+from tests.front_door import database_url, start_gunicorn
 from tests.helpers import client, envelope, pause, post, register, resume
 from tests.processes import Processes, child_env
 
@@ -543,9 +545,14 @@ def processes(transactional_db, tmp_path):
     procs.stop_all()
 
 
-def http_get(url):
+# A bound on one request, not a measure: while gunicorn recycles both workers (max_requests) a request
+# waits in the listen queue for the next one, longer still on a busy machine; it is answered in the end.
+ANSWER_BOUND = 300
+
+
+def http_get(url, timeout=ANSWER_BOUND):
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - our own test server
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - our own test server
             return response.status, response.read().decode()
     except OSError:
         return None, ""
@@ -563,7 +570,8 @@ def test_a_scrape_sums_the_counters_of_every_web_and_worker_process(processes, t
         "worker",
     )
     base = f"http://127.0.0.1:{port}"
-    wait_for(lambda: http_get(f"{base}/healthz")[0] == 200, "gunicorn")
+    # Until gunicorn listens a probe is refused at once; a short bound only keeps the polling going.
+    wait_for(lambda: http_get(f"{base}/healthz", timeout=5)[0] == 200, "gunicorn")
     wait_for(lambda: "ready." in worker_log.read_text(), "the Celery worker")
 
     before = http_get(f"{base}/metrics")[1]
@@ -582,3 +590,17 @@ def test_a_scrape_sums_the_counters_of_every_web_and_worker_process(processes, t
     # The task ran with the id of the request (here: the test) that enqueued it.
     lines = [json.loads(x) for x in worker_log.read_text().splitlines() if x.startswith("{")]
     assert [x["request_id"] for x in lines if x["logger"] == "suspensions.tasks"] == ["req-enqueued-by-test"]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_gunicorn_s_own_lines_keep_their_process_id_through_a_graceful_stop(tmp_path):
+    # gunicorn's format is "[%(process)d]"; a worker that imported the service's logging once logged
+    # "--- Logging error ---" instead of "Worker exiting (pid: N)" at every graceful stop.
+    web = start_gunicorn(tmp_path, database_url(connection.settings_dict), workers=1, threads=1)
+    web.stop()
+    log = web.log.read_text()
+    assert "Logging error" not in log, log[-3000:]
+    worker_exit = re.search(r"\[(\d+)\] \[INFO\] Worker exiting \(pid: (\d+)\)", log)
+    assert worker_exit is not None, log[-3000:]
+    assert worker_exit.group(1) == worker_exit.group(2)  # the worker's own pid, in gunicorn's format

@@ -104,7 +104,8 @@ def test_seed_demo_pauses_runs_of_every_reason_in_the_demo_scope(db):
     call_command("seed_demo", stdout=out)
     assert set(Suspension.objects.filter(scope="demo").values_list("reason", flat=True)) == set(Reason.values)
     assert set(Run.objects.filter(scope="demo").values_list("state", flat=True)) == {RunState.PAUSED}
-    listed = client(out.getvalue().strip().splitlines()[-1]).get("/api/v1/suspensions").json()["results"]
+    token = next(line for line in out.getvalue().splitlines() if line.startswith("sus_"))
+    listed = client(token).get("/api/v1/suspensions").json()["results"]
     assert {row["reason"] for row in listed} == set(Reason.values)
 
 

@@ -104,6 +104,11 @@ def seed() -> str:
     return out.getvalue()
 
 
+def demo_token(printed: str) -> str:
+    """The token's line: the token alone, to copy."""
+    return next(line for line in printed.splitlines() if line.startswith("sus_"))
+
+
 def test_seed_demo_deadlines_leave_a_newcomer_time_to_read_the_readme():
     seed()
     waits = Suspension.objects.filter(scope="demo").annotate(wait=F("expires_at") - F("created_at"))
@@ -113,9 +118,9 @@ def test_seed_demo_deadlines_leave_a_newcomer_time_to_read_the_readme():
 
 
 def test_seed_demo_keeps_exactly_one_working_demo_token():
-    first = seed().strip().splitlines()[-1]
+    first = demo_token(seed())
     again = seed()
-    second = again.strip().splitlines()[-1]
+    second = demo_token(again)
     assert "revoked the previous demo token" in again
     assert ApiToken.objects.filter(scope="demo", revoked=False).count() == 1
     assert client(first).get("/api/v1/runs").status_code == 401

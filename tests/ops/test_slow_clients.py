@@ -16,7 +16,6 @@ bench/slow_clients.py for the figures with and without nginx).
 import http.client
 import json
 import re
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -24,6 +23,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.front_door import Answer, Nginx, Server, SlowClients, database_url, request, start_gunicorn, start_nginx
+from tests.processes import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -80,7 +80,8 @@ def test_two_hundred_clients_that_never_finish_their_header_stall_neither_health
     _, nginx = front_door
     secret = token("acme", ["engine"], "slow-clients")
     with SlowClients(nginx.port, SLOW_CLIENTS) as slow:
-        time.sleep(0.5)  # for nginx to accept them: the probes must queue behind them, not before
+        # The probes must queue behind the slow clients, not before: wait until nginx has accepted them all.
+        wait_for(lambda: nginx.accepted() >= SLOW_CLIENTS, "nginx to accept the slow clients")
         assert slow.still_open() == SLOW_CLIENTS
 
         answers_while_held(nginx.port, secret)

@@ -19,7 +19,8 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from ... import exceptions
 from ..shapes import Problem
 from . import claims, floors, flows, runs, webhooks
-from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc
+from . import samples as v
+from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc, refusal
 
 __all__ = ["EXAMPLES", "FIELD_HELP", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "operation"]
 
@@ -81,6 +82,35 @@ def _meaning(code: str) -> str:
     return MEANING.get(code) or TITLES.get(code, "").lower() or code
 
 
+# The refusals every operation (or every one with a body) can give, as the service answers them
+# (tests/api/test_openapi.py compares each with a real answer). Without an example of its own,
+# Swagger UI would invent one from the Problem schema, every optional field filled in.
+STANDARD = {
+    401: ("no token", exceptions.Unauthenticated, "Authentication credentials were not provided."),
+    404: ("not in your scopes", exceptions.NotFound, exceptions.NotFound.title),
+    413: ("a body too large", exceptions.RequestTooLarge, "the body is 9437184 bytes; at most 8454144"),
+    503: ("database down", exceptions.Unavailable, exceptions.Unavailable.title),
+}
+
+
+def _standard(doc: Doc, status: int) -> list[OpenApiExample]:
+    """The example of a status whose refusals this operation's table shows none of."""
+    error: type[exceptions.ServiceError]
+    if status == 403:
+        role = doc.role.split(" ")[0]
+        detail = (
+            "You do not have permission to perform this action."  # DRF's words: the console session check
+            if role == "any"
+            else f"the '{role}' role is required in scope 'demo'"
+        )
+        name, error = "role missing", exceptions.Forbidden
+    elif status in STANDARD:
+        name, error, detail = STANDARD[status]
+    else:
+        return []
+    return [refusal(name, v.problem(status, error.code, error.title, detail))]
+
+
 def _problem(doc: Doc, status: int, examples: list[OpenApiExample]) -> OpenApiResponse:
     codes = {**ALWAYS, **doc.errors}.get(status, ())
     lines = [f"- `{code}`: {_meaning(code)}" for code in codes]
@@ -105,9 +135,9 @@ def operation(operation_id: str, *, ok: dict[Any, Any], request: Any = None) -> 
     doc = OPERATIONS[operation_id]
     refusals = REFUSALS.get(operation_id, [])
     statuses = sorted({*ALWAYS, *doc.errors, 403})
+    shown = {status: [r for r in refusals if r.status_codes == [str(status)]] for status in statuses}
     problems = {
-        (status, PROBLEM_JSON): _problem(doc, status, [r for r in refusals if r.status_codes == [str(status)]])
-        for status in statuses
+        (status, PROBLEM_JSON): _problem(doc, status, shown[status] or _standard(doc, status)) for status in statuses
     }
     return {
         "operation_id": operation_id,

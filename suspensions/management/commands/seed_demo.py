@@ -5,6 +5,8 @@ answered it pauses a fresh set, so a newcomer who reads the README first still f
 """
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -58,8 +60,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="admin")
         parser.add_argument("--password", default="admin")
+        parser.add_argument(
+            "--credentials",
+            type=Path,
+            help="also write what it prints to this file (mode 0600), for `make creds` to print again",
+        )
 
-    def handle(self, *args: Any, username: str, password: str, **options: Any) -> None:
+    def handle(self, *args: Any, username: str, password: str, credentials: Path | None, **options: Any) -> None:
+        self.verbosity = options["verbosity"]
         user_model = get_user_model()
         user, _ = user_model.objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": True})
         user.set_password(password)
@@ -88,21 +96,21 @@ class Command(BaseCommand):
                     ttl_seconds=ttl,
                 )
         secret = self._token()
-        self._webhook(engine, secret)
-        # CONSOLE_BASE_URL: `make run` sets it from PORT, so the link names the port actually served.
-        self.stdout.write(f"login: {settings.CONSOLE_BASE_URL}/console/  user {username}  password {password}")
-        self.stdout.write(f"API token (all roles in scope '{DEMO_SCOPE}'):")
-        self.stdout.write(secret)
+        lines = [*self._webhook(engine), *_welcome(username, password, secret)]
+        if credentials is not None:
+            _write_private(credentials, "\n".join(lines) + "\n")
+        if self.verbosity >= 1:
+            self.stdout.write("\n".join(lines))
 
     def _token(self) -> str:
         """One demo token at any time: the previous one is revoked, since its secret cannot be shown again."""
         revoked = ApiToken.objects.filter(scope=DEMO_SCOPE, name=DEMO_TOKEN_NAME, revoked=False).update(revoked=True)
-        if revoked:
+        if revoked and self.verbosity >= 1:
             self.stdout.write(f"revoked the previous demo token ({revoked}); the new one is below")
         _, secret = create_token(scope=DEMO_SCOPE, roles=Role.values, name=DEMO_TOKEN_NAME)
         return secret
 
-    def _webhook(self, operator: Principal, token: str) -> None:
+    def _webhook(self, operator: Principal) -> list[str]:
         """The demo endpoint, with a fresh secret each run (like the token), and a signed test event for it.
 
         A second run rotates the secret rather than creating another endpoint:
@@ -126,10 +134,28 @@ class Command(BaseCommand):
             endpoint, hook_secret = webhooks.rotate_secret(principal=operator, endpoint_id=endpoint.id)
         # Something to see the moment the receiver is up: retries reach a receiver started later.
         webhooks.send_test(principal=operator, endpoint_id=endpoint.id)
-        self.stdout.write(f"webhook endpoint {endpoint.id} -> {DEMO_HOOK_URL} (scope '{DEMO_SCOPE}'); its secret:")
-        self.stdout.write(hook_secret)
-        self.stdout.write(f"watch deliveries: .venv/bin/python examples/webhook_receiver.py --secret {hook_secret}")
-        self.stdout.write(
-            f"send it a test event: curl -X POST -H 'Authorization: Bearer {token}' "
-            f"{settings.CONSOLE_BASE_URL}/api/v1/webhooks/{endpoint.id}/test"
-        )
+        return [
+            f"demo webhook endpoint {endpoint.id} -> {DEMO_HOOK_URL}; watch its deliveries with",
+            f"  .venv/bin/python examples/webhook_receiver.py --secret {hook_secret}",
+        ]
+
+
+def _welcome(username: str, password: str, token: str) -> list[str]:
+    """The lines a newcomer needs last: the login, the token (alone on its line, to copy) and the demo's links."""
+    # CONSOLE_BASE_URL: `make run` sets it from PORT, so the links name the port actually served.
+    base = settings.CONSOLE_BASE_URL
+    return [
+        f"login: {base}/console/  user {username}  password {password}",
+        f"API token (all roles in scope '{DEMO_SCOPE}'):",
+        token,
+        f"approvals waiting: {base}/console/approvals/   API docs: {base}/api/docs/   admin: {base}/admin/",
+    ]
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Readable by this user only, as .env is: it holds a live token."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    path.chmod(0o600)  # a file left by an earlier run keeps its mode otherwise
