@@ -280,12 +280,7 @@ def s_http_phase(server: common.Gunicorn, secret: str, clients: int, ops: int) -
             http_cycle(conns[i], lat)
         return lat
 
-    try:
-        wall, lat = common.run_threads(clients, work)
-    finally:
-        for c in conns:
-            c.close()
-    return summarise(wall, lat, per * clients)
+    return run_and_close(conns, clients, work, per * clients)
 
 
 def capture_cycle() -> Any:
@@ -341,12 +336,7 @@ def r1_phase(replay: Any, clients: int, ops: int) -> dict[str, Any]:
             lat += [t1 - t0, time.perf_counter() - t1]
         return lat
 
-    try:
-        wall, lat = common.run_threads(clients, work)
-    finally:
-        for c in conns:
-            c.close()
-    return summarise(wall, lat, per * clients)
+    return run_and_close(conns, clients, work, per * clients)
 
 
 def timed(clients: int, ops: int, cycle: Callable[[list[float]], None]) -> dict[str, Any]:
@@ -361,6 +351,16 @@ def timed(clients: int, ops: int, cycle: Callable[[list[float]], None]) -> dict[
 
     wall, lat = common.run_threads(clients, work)
     return summarise(wall, lat, per * clients)
+
+
+def run_and_close(conns: list[Any], clients: int, work: Any, total: int) -> dict[str, Any]:
+    """`work` on `clients` threads, the connections closed whatever happens, summarised over `total` round trips."""
+    try:
+        wall, lat = common.run_threads(clients, work)
+    finally:
+        for c in conns:
+            c.close()
+    return summarise(wall, lat, total)
 
 
 def summarise(wall: float, lat: list[float], ops: int) -> dict[str, Any]:
