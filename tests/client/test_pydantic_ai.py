@@ -118,3 +118,18 @@ def test_a_resume_started_after_a_denial_says_the_continuation_is_gone(base_url,
     code, output = step(base_url, engine_token, ledger, "resume", str(pause.run_id))
     assert code == 1 and "is not paused: nothing to resume from" in output, output
     assert sent(ledger) == []
+
+
+def test_a_response_instead_of_the_call_reaches_the_model_and_the_tool_never_runs(
+    base_url, engine_token, approver, tmp_path
+):
+    ledger = tmp_path / "ledger"
+    pause = ask(base_url, engine_token, ledger)
+    approval = approver.get_approval(str(pause.id))
+    approver.decide(approval.suspension_id, approval.version, "respond", response="Refunded by hand already.")
+
+    code, output = step(base_url, engine_token, ledger, "resume", str(pause.run_id))
+    assert code == 0, output
+    assert "assistant: Done: Refunded by hand already." in output
+    assert sent(ledger) == []
+    assert Run.objects.get(pk=pause.run_id).state == "completed"
