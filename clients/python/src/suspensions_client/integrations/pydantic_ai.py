@@ -63,7 +63,9 @@ def pending_calls(requests: DeferredToolRequests, *, editable: bool = False) -> 
         raise ValueError(f"only approval requests can be paused for approval, not external calls ({names})")
     if not requests.approvals:
         raise ValueError("the DeferredToolRequests hold no approval request")
-    calls = [{"id": c.tool_call_id, "name": c.tool_name, "arguments": c.args_as_json_str()} for c in requests.approvals]
+    calls: list[dict[str, Any]] = [
+        {"id": c.tool_call_id, "name": c.tool_name, "arguments": c.args_as_json_str()} for c in requests.approvals
+    ]
     if editable:
         for call in calls:
             call["editable"] = True
