@@ -1,6 +1,8 @@
 """integrations.pydantic_ai's translations, without a server: decisions to deferred results, requests to calls."""
 
 import json
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +53,11 @@ def test_the_continuation_round_trips_pydantic_ais_messages():
     assert gate.from_continuation(continuation) == messages
     with pytest.raises(gate.NotAPydanticAIPause):
         gate.from_continuation({"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_the_readme_names_the_extra_the_example_needs_and_the_client_declares_it():
+    root = Path(__file__).resolve().parents[2]
+    paragraph = next(p for p in (root / "README.md").read_text().split("\n\n") if "examples/pydantic_ai_gate.py" in p)
+    assert "pip install ./clients/python[pydantic-ai]" in paragraph
+    project = tomllib.loads((root / "clients" / "python" / "pyproject.toml").read_text())["project"]
+    assert [r.split(">=")[0] for r in project["optional-dependencies"]["pydantic-ai"]] == ["pydantic-ai-slim"]
