@@ -37,6 +37,7 @@ from ..models import Run, Suspension
 
 Tool = Callable[..., Any]
 SERDE = JsonPlusSerializer()
+REFUSALS = frozenset({"denied", "expired", "cancelled"})  # ends of a pause the graph still hears as the tool's answer
 
 
 @dataclass(frozen=True)
@@ -198,9 +199,10 @@ def resume_graph(
         live = None  # decided already: an admitted pause still hands its continuation to the start
     outcome = client.wait_for_admission(run_id, suspension_id, timeout=timeout, poll_interval=poll_interval)
     started: Claimed | None = client.start(outcome) if outcome.admitted else None
-    pause = started.suspension if started is not None and started.suspension is not None else live
+    pause = started.suspension if started is not None else live if outcome.status in REFUSALS else None
     if pause is None:
-        raise CheckpointGone(f"pause {suspension_id} was {outcome.status} before it was read: {outcome.reason}")
+        # Started by another process (or ended before this one read the pause): nothing is this process's to run.
+        raise CheckpointGone(f"pause {suspension_id} is {outcome.status}, not this process's to resume")
     revision = started.run_revision if started is not None else outcome.run.revision
     saver = restore(pause.continuation, run_id)
     graph = builder.compile(checkpointer=saver)
