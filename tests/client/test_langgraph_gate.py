@@ -83,6 +83,18 @@ def test_a_new_process_runs_the_approved_call_exactly_once(base_url, token, appr
     assert refunds(ledger) == [{"order": 42, "amount": 900}]
 
 
+def test_two_processes_resuming_the_same_pause_run_the_call_once(base_url, token, approver, tmp_path):
+    ledger, engine = tmp_path / "ledger", token("acme", ["engine"])
+    run_id, suspension_id = paused_and_exited(base_url, engine, ledger)
+    first, _ = resumer(base_url, engine, ledger, run_id, suspension_id)
+    second, _ = resumer(base_url, engine, ledger, run_id, suspension_id)
+    approver.decide(suspension_id, approver.get_suspension(suspension_id).version, "approve")
+    (code_1, out_1), (code_2, out_2) = finished(first), finished(second)
+    assert sorted([code_1, code_2]) == [0, 1], out_1 + out_2
+    assert "CheckpointGone" in (out_2 if code_1 == 0 else out_1)
+    assert refunds(ledger) == [{"order": 42, "amount": 900}]
+
+
 def test_the_tool_runs_with_the_arguments_the_approver_edited(base_url, token, approver, tmp_path):
     ledger, engine = tmp_path / "ledger", token("acme", ["engine"])
     run_id, suspension_id = paused_and_exited(base_url, engine, ledger, "--editable")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage, convert_to_openai_messages
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import StateGraph
@@ -31,7 +32,7 @@ from langgraph.types import Command, interrupt
 
 from ..claims import Claimed
 from ..client import Client
-from ..errors import ClientError, NotFound
+from ..errors import ClientError, NotFound, ResumeAlreadyStarted, StartUncertain
 from ..loop import Outcome
 from ..models import Run, Suspension
 
@@ -112,7 +113,7 @@ def run_tool(tools: Mapping[str, Tool], call: Mapping[str, str]) -> ToolMessage:
 
 def pause_graph(
     client: Client,
-    builder: StateGraph,
+    builder: StateGraph[Any],
     run: Run,
     graph_input: Mapping[str, Any],
     *,
@@ -121,7 +122,7 @@ def pause_graph(
     messages_key: str = "messages",
 ) -> Step:
     """Run the graph from its input until it ends or its gate interrupts; an interrupt pauses `run`."""
-    thread = {"configurable": {"thread_id": run.id}}
+    thread: RunnableConfig = {"configurable": {"thread_id": run.id}}
     saver = InMemorySaver()
     output = builder.compile(checkpointer=saver).invoke(dict(graph_input), thread)
     options = {"ttl_seconds": ttl_seconds, "approval": approval, "messages_key": messages_key}
@@ -168,7 +169,7 @@ def restore(continuation: Mapping[str, Any], thread_id: str) -> InMemorySaver:
     snapshot = SERDE.loads_typed((kind, base64.b64decode(continuation["prepared"])))
     saver = InMemorySaver()
     checkpoint = snapshot["checkpoint"]
-    where = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    where: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     config = saver.put(where, checkpoint, snapshot["metadata"], checkpoint["channel_versions"])
     for task_id, channel, value in snapshot["writes"]:
         saver.put_writes(config, [(channel, value)], task_id)
@@ -177,7 +178,7 @@ def restore(continuation: Mapping[str, Any], thread_id: str) -> InMemorySaver:
 
 def resume_graph(
     client: Client,
-    builder: StateGraph,
+    builder: StateGraph[Any],
     run_id: str,
     suspension_id: str,
     *,
@@ -198,7 +199,7 @@ def resume_graph(
     except NotFound:
         live = None  # decided already: an admitted pause still hands its continuation to the start
     outcome = client.wait_for_admission(run_id, suspension_id, timeout=timeout, poll_interval=poll_interval)
-    started: Claimed | None = client.start(outcome) if outcome.admitted else None
+    started = start_first(client, outcome)
     pause = started.suspension if started is not None else live if outcome.status in REFUSALS else None
     if pause is None:
         # Started by another process (or ended before this one read the pause): nothing is this process's to run.
@@ -206,12 +207,24 @@ def resume_graph(
     revision = started.run_revision if started is not None else outcome.run.revision
     saver = restore(pause.continuation, run_id)
     graph = builder.compile(checkpointer=saver)
-    resume = Command(resume=decision_of(outcome, started))
+    resume: Command[Any] = Command(resume=decision_of(outcome, started))
     output = graph.invoke(resume, {"configurable": {"thread_id": run_id}})
     if started is None:
         return Step(state=output, revision=revision, outcome=outcome)  # the run has ended: no pause again
     step = settle(client, saver, run_id, revision, output, messages_key=messages_key)
     return Step(state=step.state, revision=step.revision, suspension=step.suspension, outcome=outcome)
+
+
+def start_first(client: Client, outcome: Outcome) -> Claimed | None:
+    """Start the admitted pause; None when it was not admitted or another process started it first."""
+    if not outcome.admitted:
+        return None
+    try:
+        return client.start(outcome)
+    except StartUncertain:
+        raise  # this process's own start was granted and its answer lost: an operator must close it
+    except ResumeAlreadyStarted:
+        return None  # another process won the start and runs the calls
 
 
 def decision_of(outcome: Outcome, started: Claimed | None) -> dict[str, Any]:
