@@ -148,3 +148,12 @@ def test_a_denial_is_an_error_tool_message_for_each_call_as_toolnode_gives_a_fai
     assert (answer.tool_call_id, answer.name, answer.status) == ("call_1", "send_refund", "error")
     assert answer.content == "not approved (denied): too much"
     assert messages[-1].content == "Done: not approved (denied): too much"
+
+
+def test_the_example_in_one_process_approves_itself_with_an_approver_token(base_url, token, tmp_path):
+    ledger, approver_secret = tmp_path / "ledger", token("acme", ["approver"], "demo-approver")
+    proc = example(base_url, token("acme", ["engine"]), ledger, "--approve-with-token", approver_secret)
+    code, output = finished(proc)
+    assert code == 0, output
+    assert refunds(ledger) == [{"order": 42, "amount": 900}]
+    assert Run.objects.get().state == "completed"
