@@ -1,0 +1,1 @@
+"""Integrations of the client with agent frameworks and protocols (DESIGN §23); each an optional extra."""
