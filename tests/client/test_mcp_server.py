@@ -152,3 +152,34 @@ def test_a_refused_request_is_a_tool_error_and_leaves_no_pause(base_url, token):
 def listening(port):
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+EXAMPLE = ROOT / "examples" / "mcp_client_session.py"
+
+
+def run_example(base_url, secret, approver, decision, *args, **options):
+    """examples/mcp_client_session.py as written, the test deciding what it asked for through the API."""
+    env = {**os.environ, "SUSPENSIONS_URL": base_url, "SUSPENSIONS_TOKEN": secret}
+    argv = [sys.executable, str(EXAMPLE), "--poll", "0.2", *args]
+    proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for(lambda: approver.list_approvals(agent_id="desk-assistant").results, "the example's approval request")
+    pause = approver.list_approvals(agent_id="desk-assistant").results[0]
+    approver.decide(pause.id, pause.version, decision, **options)
+    output, _ = proc.communicate(timeout=120)
+    return proc.returncode, output, pause
+
+
+def test_the_example_runs_the_refund_as_the_approver_edited_it(base_url, token, approver):
+    edited = [{"id": "call_1", "arguments": '{"order": 42, "amount": 400}'}]
+    code, output, pause = run_example(base_url, token("acme", ["engine", "auditor"]), approver, "approve", calls=edited)
+    assert code == 0, output
+    assert f"asked for approval {pause.id}" in output
+    assert 'ran send_refund({"order": 42, "amount": 400}) -> {"refunded": 400, "order": 42}' in output
+    assert Run.objects.get(pk=pause.run_id).state == "completed"
+
+
+def test_the_example_reports_a_denial_and_exits_2(base_url, token, approver):
+    secret = token("acme", ["engine", "auditor"])
+    code, output, pause = run_example(base_url, secret, approver, "deny", "--amount", "5000", reason="too much")
+    assert code == 2, output
+    assert "not approved: denied: too much" in output and "ran send_refund" not in output

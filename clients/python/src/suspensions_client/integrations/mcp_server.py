@@ -31,9 +31,8 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from suspensions_client import AsyncClient
-from suspensions_client.errors import ClientError, SuspensionsError
-
+from ..aio import AsyncClient
+from ..errors import ClientError, SuspensionsError
 from ..records import Approval
 
 MAX_WAIT_SECONDS = 600.0  # one tool call must not hold an MCP client's request open for longer
