@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,12 @@ def test_the_example_reports_a_denial_and_exits_2(base_url, token, approver):
     code, output, pause = run_example(base_url, secret, approver, "deny", "--amount", "5000", reason="too much")
     assert code == 2, output
     assert "not approved: denied: too much" in output and "ran send_refund" not in output
+
+
+def test_the_console_script_is_the_modules_main_and_wants_a_token():
+    scripts = tomllib.loads((ROOT / "clients" / "python" / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, name = scripts["suspensions-mcp"].partition(":")
+    assert (module, name) == (MODULE, "main")
+    env = {k: v for k, v in server_env("http://127.0.0.1:9", "").items() if k != "SUSPENSIONS_TOKEN"}
+    done = subprocess.run([sys.executable, "-m", MODULE], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "give --token or set SUSPENSIONS_TOKEN" in done.stderr
