@@ -193,3 +193,18 @@ def test_the_console_script_is_the_modules_main_and_wants_a_token():
     env = {k: v for k, v in server_env("http://127.0.0.1:9", "").items() if k != "SUSPENSIONS_TOKEN"}
     done = subprocess.run([sys.executable, "-m", MODULE], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "give --token or set SUSPENSIONS_TOKEN" in done.stderr
+
+
+def test_an_approvers_answer_in_words_comes_back_as_the_response(base_url, token, approver):
+    secret = token("acme", ["engine", "auditor"], "mcp-respond")
+
+    async def steps(client):
+        asked = await ask_refund(client)
+        pause = approver.get_approval(asked["approval_id"])
+        approver.decide(asked["approval_id"], pause.version, "respond", response="Offer store credit instead.")
+        return asked, await call(client, "get_approval", approval_id=asked["approval_id"])
+
+    asked, looked = session(stdio(base_url, secret), steps)
+    assert looked["status"] == "responded" and looked["response"] == "Offer store credit instead."
+    assert looked["approved_calls"] == []
+    assert Run.objects.get(pk=asked["run_id"]).state == "completed"
