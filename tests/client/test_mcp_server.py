@@ -208,3 +208,11 @@ def test_an_approvers_answer_in_words_comes_back_as_the_response(base_url, token
     assert looked["status"] == "responded" and looked["response"] == "Offer store credit instead."
     assert looked["approved_calls"] == []
     assert Run.objects.get(pk=asked["run_id"]).state == "completed"
+
+
+def test_the_example_approves_its_own_request_with_approve_with_token(base_url, token):
+    env = {**os.environ, "SUSPENSIONS_URL": base_url, "SUSPENSIONS_TOKEN": token("acme", ["engine", "auditor"])}
+    argv = [sys.executable, str(EXAMPLE), "--poll", "0.2", "--approve-with-token", token("acme", ["approver"])]
+    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'ran send_refund({"order": 42, "amount": 900}) -> {"refunded": 900, "order": 42}' in done.stdout
