@@ -1,1 +1,2 @@
-"""Gates for agent frameworks (DESIGN §23): each turns a framework's approval request into a pause and back."""
+"""Integrations of the client with agent frameworks and protocols (DESIGN §23), each an optional extra: each turns
+the framework's approval request into a pause and the decision back into the framework's resume."""
