@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,9 @@ pytestmark = [
         importlib.util.find_spec("agents") is None,
         reason="openai-agents is not installed (requirements-dev.txt has it)",
     ),
-    pytest.mark.slow,  # each test starts the example's processes, and each imports the SDK (seconds)
 ]
+# Each live test starts the example's processes, and each of them imports the SDK: seconds apiece.
+slow = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "openai_agents_gate.py"
@@ -98,6 +100,7 @@ def decide(approver, pause_id, decision, **fields):
     return approver.decide(pause_id, approval.version, decision, **fields)
 
 
+@slow
 def test_the_paused_agent_keeps_its_run_state_and_the_tool_call_in_the_service(agent_run, engine):
     ask, _, _, refunds = agent_run
     run_id, pause_id = ask()
@@ -111,6 +114,7 @@ def test_the_paused_agent_keeps_its_run_state_and_the_tool_call_in_the_service(a
     assert Run.objects.get(pk=run_id).state == "paused" and refunds() == []
 
 
+@slow
 def test_an_approved_refund_runs_once_in_a_new_process_and_the_run_completes(agent_run, approver):
     ask, resume, _, refunds = agent_run
     run_id, pause_id = ask()
@@ -126,6 +130,7 @@ def test_an_approved_refund_runs_once_in_a_new_process_and_the_run_completes(age
     assert refunds() == [{"order": 42, "amount": 900}]
 
 
+@slow
 def test_the_tool_runs_with_the_arguments_the_approver_edited(agent_run, approver):
     ask, resume, _, refunds = agent_run
     _, pause_id = ask()
@@ -136,6 +141,7 @@ def test_the_tool_runs_with_the_arguments_the_approver_edited(agent_run, approve
     assert 'assistant: Done: {"refunded": 450, "order": 42}' in output
 
 
+@slow
 def test_a_denial_reaches_the_model_as_the_sdks_rejection_and_nothing_runs(agent_run, approver):
     ask, _, resuming, refunds = agent_run
     run_id, pause_id = ask()
@@ -149,6 +155,7 @@ def test_a_denial_reaches_the_model_as_the_sdks_rejection_and_nothing_runs(agent
     assert Run.objects.get(pk=run_id).error == "rejected: too much"
 
 
+@slow
 def test_a_denial_before_any_process_read_the_pause_leaves_nothing_to_resume(agent_run, approver):
     ask, resume, _, refunds = agent_run
     run_id, pause_id = ask()
@@ -159,6 +166,7 @@ def test_a_denial_before_any_process_read_the_pause_leaves_nothing_to_resume(age
     assert refunds() == []
 
 
+@slow
 def test_a_response_in_words_reaches_the_model_and_the_run_completes_without_the_tool(agent_run, approver):
     ask, _, resuming, refunds = agent_run
     run_id, pause_id = ask()
@@ -171,6 +179,7 @@ def test_a_response_in_words_reaches_the_model_and_the_run_completes_without_the
     assert Run.objects.get(pk=run_id).state == "completed"
 
 
+@slow
 def test_the_example_runs_both_halves_in_one_process_with_an_approver_token(base_url, token, tmp_path):
     engine, approver = token("acme", ["engine"]), token("acme", ["approver"], "demo-approver")
     ledger = tmp_path / "refunds.jsonl"
@@ -178,3 +187,14 @@ def test_the_example_runs_both_halves_in_one_process_with_an_approver_token(base
     assert code == 0, output
     assert ledger.read_text().splitlines() == ['{"order": 42, "amount": 900}']
     assert Run.objects.get().state == "completed"
+
+
+def test_the_readmes_say_which_extra_the_example_needs_and_the_client_declares_it():
+    extras = tomllib.loads((ROOT / "clients" / "python" / "pyproject.toml").read_text())["project"]
+    assert extras["optional-dependencies"]["openai-agents"] == ["openai-agents>=0.24"]
+    readme = (ROOT / "README.md").read_text()
+    paragraph = next(p for p in readme.split("\n\n") if "examples/openai_agents_gate.py" in p)
+    assert "pip install './clients/python[openai-agents]'" in paragraph
+    assert "pip install './clients/python[openai-agents]'" in (ROOT / "clients" / "python" / "README.md").read_text()
+    # And the example says it too, rather than a traceback, where the SDK is not installed.
+    assert "This example needs openai-agents: `pip install './clients/python[openai-agents]'`" in EXAMPLE.read_text()
