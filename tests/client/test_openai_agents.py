@@ -18,6 +18,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from suspensions_client.errors import ArgumentsInvalid
 
 from suspensions.models import Run
 
@@ -108,6 +109,9 @@ def test_the_paused_agent_keeps_its_run_state_and_the_tool_call_in_the_service(a
     assert [(c.id, c.name, c.arguments, c.editable) for c in pause.pending] == [
         ("call_refund_1", "send_refund", '{"order":42,"amount":900}', True)
     ]
+    # The edit is bounded by the tool's own parameter schema, as the SDK derived it from the signature.
+    schema = pause.pending[0].arguments_schema
+    assert schema["required"] == ["order", "amount"] and schema["additionalProperties"] is False
     state = json.loads(base64.b64decode(pause.continuation["prepared"]))
     assert state["current_step"]["type"] == "next_step_interruption"  # the SDK's own RunState, as to_string() wrote it
     assert pause.continuation["provenance"] == {"framework": "openai-agents", "prepared": "RunState.to_string()"}
@@ -139,6 +143,21 @@ def test_the_tool_runs_with_the_arguments_the_approver_edited(agent_run, approve
     assert code == 0, output
     assert refunds() == [{"order": 42, "amount": 450}]
     assert 'assistant: Done: {"refunded": 450, "order": 42}' in output
+
+
+@slow
+def test_an_edit_the_tools_signature_refuses_is_refused_and_nothing_runs(agent_run, approver):
+    ask, resume, _, refunds = agent_run
+    run_id, pause_id = ask()
+    edit = [{"id": "call_refund_1", "arguments": '{"order": 42, "amount": "all of it"}'}]
+    with pytest.raises(ArgumentsInvalid) as refused:
+        decide(approver, pause_id, "approve", calls=edit)
+    assert refused.value.problem["errors"][0]["path"] == "$.amount"
+    assert Run.objects.get(pk=run_id).state == "paused"  # still waiting: the approver may decide again
+    decide(approver, pause_id, "approve")
+    code, output = resume()
+    assert code == 0, output
+    assert refunds() == [{"order": 42, "amount": 900}]
 
 
 @slow

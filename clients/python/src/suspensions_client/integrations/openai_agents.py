@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, RunResult, RunState
+from agents import Agent, FunctionTool, RunResult, RunState, Tool
 from agents.items import ToolApprovalItem
 
 from ..claims import Claimed
@@ -64,8 +64,16 @@ class Resumed:
     started: Claimed | None = None
 
 
-def pending_calls(interruptions: Sequence[ToolApprovalItem], *, editable: bool = False) -> list[dict[str, Any]]:
-    """Each function-tool approval as a pending call `{id, name, arguments}` (the model's call id and JSON text)."""
+def pending_calls(
+    interruptions: Sequence[ToolApprovalItem], *, editable: bool = False, tools: Sequence[Tool] = ()
+) -> list[dict[str, Any]]:
+    """Each function-tool approval as a pending call `{id, name, arguments}` (the model's call id and JSON text).
+
+    `editable` lets an approver edit the arguments; the matching function
+    tool's own parameter schema (from `tools`) then bounds the edit, so the
+    tool never receives arguments its signature refuses.
+    """
+    schemas = {tool.name: tool.params_json_schema for tool in tools if isinstance(tool, FunctionTool)}
     calls = []
     for item in interruptions:
         raw = _raw(item)
@@ -73,6 +81,8 @@ def pending_calls(interruptions: Sequence[ToolApprovalItem], *, editable: bool =
         call["arguments"] = raw.get("arguments") or "{}"
         if editable:
             call["editable"] = True
+            if call["name"] in schemas:
+                call["arguments_schema"] = schemas[call["name"]]
         calls.append(call)
     return calls
 
@@ -117,8 +127,9 @@ def pause_for_approval(
     """Pause `run` on the result's interruptions; after this the process holding `result` may exit."""
     if not result.interruptions:
         raise ValueError("the result has no interruptions: nothing asks for approval")
-    calls = pending_calls(result.interruptions, editable=editable)
-    body = continuation(result, agent or result.last_agent, session_id=session_id)
+    agent = agent or result.last_agent
+    calls = pending_calls(result.interruptions, editable=editable, tools=agent.tools)
+    body = continuation(result, agent, session_id=session_id)
     return client.pause_for_approval(run, calls, body, ttl_seconds=ttl_seconds, approval=approval, revision=revision)
 
 
