@@ -36,6 +36,7 @@ from typing import Any
 from agents import Agent, FunctionTool, RunResult, RunState, Tool
 from agents.items import ToolApprovalItem
 
+from .._calls import RunRef
 from ..claims import Claimed
 from ..client import Client
 from ..errors import ClientError, NotFound
@@ -114,7 +115,7 @@ def continuation(result: RunResult, agent: Agent[Any], *, session_id: str = "") 
 
 def pause_for_approval(
     client: Client,
-    run: Any,
+    run: RunRef,
     result: RunResult,
     agent: Agent[Any] | None = None,
     *,
