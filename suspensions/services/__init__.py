@@ -7,7 +7,7 @@ resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
 approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits (DESIGN §9)
 sweep.py    T9 expiry, the batch form of the claim path
-sql.py      the hand-written SQL, in one place (the sweep's, the fan-out's hold, a delivery's claim)
+sql/        the hand-written SQL, in one place: rows.py (the run lock, a transition's writes), expiry.py, push.py
 closure.py  T10 closure
 outbox.py   announced events (wakeups.py: the fan-out's coalesced wake-ups), delivery.py
 webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the module itself

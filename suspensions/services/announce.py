@@ -1,7 +1,7 @@
 """What an Event announces to the outside (DESIGN §14): the outbox rows' types and data, decided here.
 
 services/outbox.py writes the rows this module describes and fans them out;
-the sweep (services/sql.py) builds the same data for its set-based insert.
+the sweep (services/sql/expiry.py) builds the same data for its set-based insert.
 Event data carries ids, scope, state, revision, reasons, digests, tool names
 and the deadline; never a continuation, an admitted input or a secret.
 """

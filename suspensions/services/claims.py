@@ -29,7 +29,8 @@ from ..exceptions import Forbidden, InputTooLarge, InvalidRequest, NotFound, Sus
 from ..models import Admission, Approval, ApprovalStatus, Event, Run, Start, Suspension
 from ..observability import logs, metrics
 from ..principals import Principal
-from . import outbox, sql
+from . import outbox
+from .sql.rows import Writes, select_locked_run
 
 FAR_FUTURE = datetime(9999, 12, 31, tzinfo=digests.UTC)
 
@@ -71,19 +72,19 @@ class Claimed:
 @dataclass
 class Locked:
     """A run locked for one transition: the run, its live pause (or None), the database clock, and the
-    transition's writes, sent in one round trip when the door's `write` returns (sql.Writes)."""
+    transition's writes, sent in one round trip when the door's `write` returns (sql.rows.Writes)."""
 
     principal: Principal
     run: Run
     live: Suspension | None
     now: datetime
-    writes: sql.Writes = field(default_factory=sql.Writes)
+    writes: Writes = field(default_factory=Writes)
 
 
 def lock_run(principal: Principal, run_id: UUID | str) -> Locked:
     """Lock one visible run (404 otherwise); its live pause and the clock are read in the same statement."""
     held = None if principal.superuser else principal.scopes_with()
-    found = sql.lock_run(run_id, held) if held != [] else None  # no grants: nothing is visible
+    found = select_locked_run(run_id, held) if held != [] else None  # no grants: nothing is visible
     if found is None:
         raise NotFound(f"run {run_id} not found")
     run, live, now = found
@@ -134,7 +135,7 @@ def event(run: Run, kind: str, actor: str, at: datetime, **data: Any) -> Event:
     return row
 
 
-def write_events(writes: sql.Writes, *rows: Event, announce: Mapping[str, Any] | None = None) -> None:
+def write_events(writes: Writes, *rows: Event, announce: Mapping[str, Any] | None = None) -> None:
     """The one writer of events: one INSERT for all `rows`, then their outbox rows (services.outbox).
 
     Each row is also one transition for the metrics and one INFO log line,

@@ -44,7 +44,8 @@ from .. import digests, keys, outbound
 from ..clock import db_now
 from ..models import DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookFormat, WebhookMessage
 from ..observability import metrics
-from . import outbox, sql
+from . import outbox
+from .sql import push
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def due(now: datetime) -> QuerySet[WebhookMessage]:
 def claim(message_id: UUID | str | None = None) -> Outgoing | None:
     """Claim `message_id` (or the message due longest) if it is due and free; None otherwise.
 
-    One statement (sql.CLAIM_MESSAGE), its own short transaction: SKIP LOCKED
+    One statement (sql/push.py's CLAIM_MESSAGE), its own short transaction: SKIP LOCKED
     (a message another worker holds is theirs), the lease written and
     committed before anyone sends.
     """
@@ -95,7 +96,7 @@ def claim(message_id: UUID | str | None = None) -> Outgoing | None:
     if message_id is not None:
         params["id"] = message_id if isinstance(message_id, UUID) else UUID(str(message_id))
     with connection.cursor() as cursor:
-        cursor.execute(sql.CLAIM_ANY_MESSAGE if message_id is None else sql.CLAIM_MESSAGE, params)
+        cursor.execute(push.CLAIM_ANY_MESSAGE if message_id is None else push.CLAIM_MESSAGE, params)
         row = cursor.fetchone()
     if row is None:
         return None

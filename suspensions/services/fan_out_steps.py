@@ -3,7 +3,7 @@
 - `hold`: lock up to `limit` undispatched events (SKIP LOCKED, oldest
   first) and split them into those to fan out now and those held back
   behind an earlier undispatched event of their run that this call does
-  not hold; with the database clock (one statement: sql.HOLD).
+  not hold; with the database clock (one statement: sql/push.py's HOLD).
 - `endpoints`: the active endpoints of some scopes, oldest first.
 - `dispatch`: the messages inserted (a message already there is left as it
   is) and the fanned-out events marked dispatched.
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..models import OutboxEvent, WebhookEndpoint
 from ..models import WebhookMessage as Message
-from . import sql
+from .sql import push
 
 
 def hold(
@@ -27,7 +27,7 @@ def hold(
         params["ids"] = [int(i) for i in ids]
     if older_than is not None:
         params["older"] = older_than.total_seconds()
-    found = list(OutboxEvent.objects.raw(sql.HOLD[(ids is not None, older_than is not None)], params))
+    found = list(OutboxEvent.objects.raw(push.HOLD[(ids is not None, older_than is not None)], params))
     if not found:
         return None, [], []
     clock: datetime = getattr(found[0], "fanned_at")  # noqa: B009 (the raw statement's own columns)

@@ -35,7 +35,8 @@ from django.db import transaction
 from .. import presenters, scopes
 from ..models import Event, OutboxEvent
 from ..models import WebhookMessage as Message
-from . import announce, fan_out_steps, sql, wakeups
+from . import announce, fan_out_steps, wakeups
+from .sql.rows import Writes
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ BATCH = 200
 # -- writing, in the transition's transaction ------------------------------------------------
 
 
-def write(writes: sql.Writes, rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
+def write(writes: Writes, rows: Sequence[Event], extra: Mapping[str, Any]) -> list[OutboxEvent]:
     """Insert the outbox rows the saved `rows` announce, in ONE statement, and enqueue their fan-out on commit.
 
     Call inside the transition's transaction, after the events are saved.

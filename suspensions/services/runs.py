@@ -17,7 +17,6 @@ from ..clock import db_now
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
-from . import sql
 from .claiming import Door, through
 from .claims import (
     FAR_FUTURE,
@@ -31,6 +30,7 @@ from .claims import (
     resolve_approval,
     write_events,
 )
+from .sql.rows import Writes
 
 
 def register_run(*, principal: Principal, agent_id: str, scope: str | None = None, session_id: str = "") -> Run:
@@ -47,7 +47,7 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
         now = db_now()
         run = Run(agent_id=agent_id, session_id=session_id, created_at=now, updated_at=now)
         run.stamp_scope(scope)
-        writes = sql.Writes()
+        writes = Writes()
         writes.insert([run])
         write_events(writes, event(run, "registered", principal.name, now, agent_id=agent_id))
         writes.send()

@@ -9,7 +9,7 @@ another sweeper or a resume changed before we locked it is seen as it is now.
 That re-check under the lock is what makes a duplicate sweep (two beats, many
 workers) harmless: a row is expired at most once.
 
-Every write of a batch is set-based (services/sql.py), outbox rows
+Every write of a batch is set-based (services/sql/expiry.py), outbox rows
 included, fanned out by a task enqueued on commit. If that batch write
 fails, each row is retried alone in its own savepoint; a row that still
 fails is logged and stays for the next sweep, and the rest of the batch is
@@ -32,7 +32,7 @@ from ..clock import db_now
 from ..models import Run
 from ..observability import logs, metrics
 from . import outbox
-from .sql import ADMITTED, ENDING, ESCALATED, ORPHAN, SWEEPER, Due, due_rows, event_kind, write
+from .sql.expiry import ADMITTED, ENDING, ESCALATED, ORPHAN, SWEEPER, Due, due_rows, event_kind, write
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from django.db import connection
 
 from suspensions.clock import db_now
 from suspensions.models import OutboxEvent
-from suspensions.services import fan_out_steps, sql
+from suspensions.services import fan_out_steps
+from suspensions.services.sql import push
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +32,7 @@ def waiting(n, run_id=None):
 def probe_buffers(event):
     """Buffers the hold's held-back probe (its scan of the outbox, `o`) read for `event` alone (EXPLAIN ANALYZE)."""
     with connection.cursor() as cursor:
-        statement = sql.HOLD[(True, False)]  # the fan-out task's: its events by id
+        statement = push.HOLD[(True, False)]  # the fan-out task's: its events by id
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, {"limit": 200, "ids": [event.id]})
         (plan,) = cursor.fetchone()
     plan = json.loads(plan) if isinstance(plan, str) else plan

@@ -1,6 +1,6 @@
-"""The hand-written SQL (services/sql.py) held to the models: no field can be dropped by a statement written by hand.
+"""The hand-written SQL (services/sql/) held to the models: no field can be dropped by a statement written by hand.
 
-Two guards. Every INSERT in sql.py names every column of its table, read from
+Two guards. Every INSERT in services/sql/ names every column of its table, read from
 the model's `_meta` (and so from the migrations: makemigrations --check holds
 the models to them). And the rows the sweep, the fan-out and a delivery's
 claim leave are compared field by field with the rows the ORM path builds for
@@ -13,6 +13,7 @@ import ast
 import inspect
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db.models import Model
@@ -22,8 +23,9 @@ from django.utils.dateparse import parse_datetime
 from suspensions import presenters, services
 from suspensions.clock import db_now
 from suspensions.models import Event, OutboxEvent, Run, WebhookMessage
-from suspensions.services import announce, delivery, fan_out_steps, outbox, sql
+from suspensions.services import announce, delivery, fan_out_steps, outbox
 from suspensions.services.claims import event
+from suspensions.services.sql import expiry, push, rows
 from tests.helpers import pause
 
 from ..push.conftest import make_endpoint, paused
@@ -31,14 +33,15 @@ from ..push.conftest import make_endpoint, paused
 pytestmark = pytest.mark.django_db
 
 
-def statement_texts() -> list[str]:
-    """Every f-string and string of sql.py as written, `{NAME}` where a table name is interpolated."""
+def statement_texts() -> list[tuple[Any, str]]:
+    """Every f-string and string of services/sql/ as written, `{NAME}` where a table name is interpolated."""
     texts = []
-    for node in ast.walk(ast.parse(inspect.getsource(sql))):
-        if isinstance(node, ast.JoinedStr):
-            texts.append("".join(_piece(v) for v in node.values))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            texts.append(node.value)
+    for module in (expiry, push, rows):
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.JoinedStr):
+                texts.append((module, "".join(_piece(v) for v in node.values)))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                texts.append((module, node.value))
     return texts
 
 
@@ -57,10 +60,10 @@ INSERT = re.compile(r"INSERT INTO \{(\w+)\} \(([^)]*)\)")
 
 
 def test_every_insert_in_the_hand_written_sql_names_every_column_of_its_table():
-    inserts = [m for text in statement_texts() for m in INSERT.finditer(text)]
-    assert inserts, "sql.py has INSERTs: the parse found none"
-    for found in inserts:
-        model = {m._meta.db_table: m for m in (Event, OutboxEvent, *_models())}[getattr(sql, found.group(1))]
+    inserts = [(module, m) for module, text in statement_texts() for m in INSERT.finditer(text)]
+    assert inserts, "services/sql/ has INSERTs: the parse found none"
+    for module, found in inserts:
+        model = {m._meta.db_table: m for m in (Event, OutboxEvent, *_models())}[getattr(module, found.group(1))]
         named = {c.strip() for c in found.group(2).split(",")}
         assert named == inserted_columns(model), f"INSERT INTO {model.__name__}: {named ^ inserted_columns(model)}"
 
@@ -82,7 +85,7 @@ def test_the_sweeps_event_and_outbox_rows_are_the_rows_the_orm_path_builds(engin
     run = Run.objects.get(pk=s["run_id"])
     written = Event.objects.get(run_id=run.id, kind="expired")
     data = {"suspension_id": s["id"], "reason": "external_tool", "expires_at": s["expires_at"]}
-    assert fields_of(written) == fields_of(event(run, "expired", sql.SWEEPER, now, **data))
+    assert fields_of(written) == fields_of(event(run, "expired", expiry.SWEEPER, now, **data))
     announced = OutboxEvent.objects.get(run_id=run.id, type="suspension.expired")
     built = OutboxEvent(run_id=run.id, type=announced.type, data=announced.data, created_at=now)
     built.stamp_scope(run.scope)

@@ -1,36 +1,23 @@
-"""The service's hand-written SQL, in one place (DESIGN §19): what the ORM cannot say, or says much slower.
+"""The sweep's SQL (DESIGN §6, T9): the re-read of a locked batch, and its set-based writes.
 
-Everything else is the ORM. Three users, each named at its statements:
-
-- the sweep (DESIGN §6, T9): the re-read of a locked batch and its
-  set-based writes. services/sweep.py locks the runs and owns the
-  transaction; this module only reads and writes under those locks: one
-  UPDATE of the runs, one INSERT of events, one UPDATE of approvals, one of
-  admissions, one INSERT of receipts, one DELETE of pauses, one INSERT of
-  outbox rows (`suspension.expired`, DESIGN §14), in one round trip;
-- the fan-out's hold (`HOLD`): undispatched events locked SKIP LOCKED with
-  whether an earlier event of their run is held elsewhere;
-- a delivery's claim (`CLAIM_MESSAGE`): a due message leased in one statement.
-
-Every INSERT here names every column of its table: tests/services/test_sql.py
-holds each column list to the models (and so to the migrations), so a field
-added to a model and forgotten here fails a test instead of being dropped.
+services/sweep.py locks the runs and owns the transaction; this module only
+reads and writes under those locks: one UPDATE of the runs, one INSERT of
+events, one UPDATE of approvals, one of admissions, one INSERT of receipts,
+one DELETE of pauses, one INSERT of outbox rows (`suspension.expired`,
+DESIGN §14), in one round trip.
 """
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Model
-from django.db.models.fields import AutoFieldMixin
 
-from .. import digests, scopes
-from ..ids import uuid7
-from ..models import (
+from ... import digests
+from ...ids import uuid7
+from ...models import (
     TERMINAL_STATES,
     Admission,
     AdmissionState,
@@ -45,10 +32,8 @@ from ..models import (
     Run,
     RunState,
     Suspension,
-    WebhookEndpoint,
-    WebhookMessage,
 )
-from . import announce
+from .. import announce
 
 RUN, EVENT, RECEIPT = Run._meta.db_table, Event._meta.db_table, ExpiryReceipt._meta.db_table
 APPROVAL, ADMISSION, SUSPENSION = Approval._meta.db_table, Admission._meta.db_table, Suspension._meta.db_table
@@ -363,186 +348,3 @@ def write(rows: list[Due], now: datetime) -> None:
         )
     )
     _run_all(statements)
-
-
-# -- the fan-out's hold (services/fan_out_steps.py) ---------------------------------------------
-
-# The held events (locked SKIP LOCKED, oldest first, at most `limit`) in id order, with the statement's
-# clock and whether an earlier undispatched event of the run is outside what this call holds (held back).
-# That probe reads the run's own entries of outbox_undispatched_run, so a held event costs the same however
-# many events of other runs wait (it read all of them before: docs/benchmarks.md, "Soak").
-_HOLD_SQL = f"""
-WITH held AS (
-    SELECT * FROM {OUTBOX}
-    WHERE dispatched_at IS NULL {{ids}} {{older}}
-    ORDER BY created_at
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-)
-SELECT h.*, statement_timestamp() AS fanned_at, EXISTS (
-    SELECT 1 FROM {OUTBOX} o
-    WHERE o.run_id = h.run_id AND o.dispatched_at IS NULL AND o.id < h.id
-      AND NOT EXISTS (SELECT 1 FROM held x WHERE x.id = o.id)
-) AS held_back
-FROM held h
-ORDER BY h.id
-"""
-# By (by id, by age): the hold of some ids, of the events older than some seconds, of both, or of the oldest.
-HOLD = {
-    (by_id, by_age): _HOLD_SQL.format(
-        ids="AND id = ANY(%(ids)s)" if by_id else "",
-        older="AND created_at <= statement_timestamp() - make_interval(secs => %(older)s)" if by_age else "",
-    )
-    for by_id in (False, True)
-    for by_age in (False, True)
-}
-
-
-# -- a delivery's claim (services/delivery.py) --------------------------------------------------
-
-MESSAGE, ENDPOINT = WebhookMessage._meta.db_table, WebhookEndpoint._meta.db_table
-
-# The due message (of `id`, or the one due longest) locked SKIP LOCKED OF the message, its lease written,
-# and what sending needs returned, with the database clock. Due: pending, its time come, its endpoint
-# active, and no earlier message of its run to that endpoint still pending (per-run order). One statement
-# is its own transaction in autocommit: the lease is committed before anyone sends.
-_CLAIM_SQL = f"""
-WITH c AS (
-    SELECT m.id FROM {MESSAGE} m JOIN {ENDPOINT} e ON e.id = m.endpoint_id
-    WHERE m.status = %(pending)s AND m.next_attempt_at <= statement_timestamp() AND e.active {{only}}
-      AND NOT EXISTS (
-          SELECT 1 FROM {MESSAGE} p
-          WHERE p.endpoint_id = m.endpoint_id AND p.run_id = m.run_id AND p.event_id < m.event_id
-            AND p.status = %(pending)s
-      )
-    ORDER BY m.next_attempt_at
-    LIMIT 1
-    FOR UPDATE OF m SKIP LOCKED
-)
-UPDATE {MESSAGE} m SET next_attempt_at = statement_timestamp() + make_interval(secs => %(lease)s)
-FROM c, {ENDPOINT} e
-WHERE m.id = c.id AND e.id = m.endpoint_id
-RETURNING m.id, m.endpoint_id, m.run_id, e.url, e.format, e.secret, e.previous_secret,
-          e.previous_secret_expires_at, m.body, statement_timestamp()
-"""
-CLAIM_ANY_MESSAGE = _CLAIM_SQL.format(only="")
-CLAIM_MESSAGE = _CLAIM_SQL.format(only="AND m.id = %(id)s")
-
-
-# -- a transition's own rows (services/claims.py and the doors) ---------------------------------
-#
-# The run lock and the writes of every transition, built from the models' _meta (tables, columns,
-# field order: a field added to a model is written and read here by itself, with no list to keep).
-# Values go through each field's pre_save and get_db_prep_save, as the ORM's own INSERT and UPDATE;
-# the statements run on Django's cursor, inside Django's transaction. The ORM compiles the same
-# statements anew on every call: docs/performance.md, "The plain core", has what this buys.
-
-
-def _quoted(model: type[Model], alias: str) -> str:
-    return ", ".join(f'{alias}."{f.column}"' for f in model._meta.concrete_fields)
-
-
-def _plain(model: type[Model]) -> list[str]:
-    """The attribute names of a model read with from_db: only fields whose values need no converting."""
-    assert not any(hasattr(f, "from_db_value") for f in model._meta.concrete_fields), f"{model} needs converters"
-    return [f.attname for f in model._meta.concrete_fields]
-
-
-RUN_NAMES, PAUSE_NAMES = _plain(Run), _plain(Suspension)
-PAUSE_PK = [f.primary_key for f in Suspension._meta.concrete_fields].index(True)
-_LOCK_RUN = (
-    f"SELECT {_quoted(Run, 'r')}, CLOCK_TIMESTAMP(), {_quoted(Suspension, 's')} "
-    f"FROM {RUN} r LEFT OUTER JOIN {SUSPENSION} s ON s.run_id = r.id "
-    "WHERE r.id = %s {visible} FOR NO KEY UPDATE OF r"
-)
-
-
-def lock_run(run_id: Any, held: Sequence[str] | None) -> tuple[Run, Suspension | None, datetime] | None:
-    """The run `run_id` locked FOR NO KEY UPDATE, its live pause and the clock; None when not visible.
-
-    `held`: the scopes whose rows the caller may see (None: every scope, a superuser's).
-    """
-    params: list[Any] = [Run._meta.pk.to_python(run_id)]  # type: ignore[union-attr]
-    visible = ""
-    if held is not None:
-        visible = "AND (" + " OR ".join(f"r.scope_l{scopes.depth(h)} = %s" for h in held) + ")"
-        params += list(held)
-    with connection.cursor() as cursor:
-        cursor.execute(_LOCK_RUN.format(visible=visible), params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    run = Run.from_db(connection.alias, RUN_NAMES, row[: len(RUN_NAMES)])
-    values = row[len(RUN_NAMES) + 1 :]
-    live = Suspension.from_db(connection.alias, PAUSE_NAMES, values) if values[PAUSE_PK] is not None else None
-    run._state.fields_cache["suspension"] = live  # run.suspension answers without a query, as select_related
-    return run, live, row[len(RUN_NAMES)]
-
-
-Done = Callable[[Any], None]  # what a write does with its cursor once sent (keys read back, the row count checked)
-
-
-@dataclass
-class Writes:
-    """A transition's writes, kept in order and sent to PostgreSQL in ONE round trip by `send`.
-
-    Every door of the claim path writes through the `writes` of its locked
-    run (claims.Locked), and claiming.through sends them after the door's
-    `write` returns, before the commit; a door that must read a generated key
-    first (a closure's receipt names its event) calls `send` itself. Reads
-    never wait here: they go at once, as always. Django's psycopg cursors bind
-    parameters on the client, so one execute carries several statements (as
-    the sweep's batch does) and each statement's result is read in turn.
-    """
-
-    waiting: list[tuple[str, list[Any], Done | None]] = field(default_factory=list)
-
-    def insert(self, rows: Sequence[Model]) -> None:
-        """New rows of one model in ONE statement; a key the database generates is set on each row when sent."""
-        if not rows:
-            return
-        model = type(rows[0])
-        fields = [f for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin)]
-        one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-        columns = ", ".join(f'"{f.column}"' for f in fields)
-        text = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES " + ", ".join([one] * len(rows))
-        params = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows for f in fields]
-        for row in rows:
-            row._state.adding, row._state.db = False, connection.alias
-        pk = model._meta.pk
-        assert pk is not None
-        if not isinstance(pk, AutoFieldMixin):
-            self.waiting.append((text, params, None))
-            return
-
-        def keys(cursor: Any) -> None:
-            for row, (key,) in zip(rows, cursor.fetchall(), strict=True):
-                setattr(row, pk.attname, key)
-
-        self.waiting.append((f'{text} RETURNING "{pk.column}"', params, keys))
-
-    def update(self, model: type[Model], where: dict[str, Any], done: Done | None = None, **values: Any) -> None:
-        """One UPDATE of some columns of the rows whose columns equal `where`; `done` gets the cursor (rowcount)."""
-        field_of = model._meta.get_field
-        sets = ", ".join(f'"{field_of(n).column}" = %s' for n in values)  # type: ignore[union-attr]
-        match = " AND ".join(f'"{field_of(n).column}" = %s' for n in where)  # type: ignore[union-attr]
-        params = [field_of(n).get_db_prep_save(v, connection) for n, v in values.items()]  # type: ignore[union-attr]
-        params += [field_of(n).get_db_prep_save(v, connection) for n, v in where.items()]  # type: ignore[union-attr]
-        self.waiting.append((f"UPDATE {model._meta.db_table} SET {sets} WHERE {match}", params, done))
-
-    def delete(self, model: type[Model], pk: Any) -> None:
-        """One DELETE by key, without the ORM's collection of related rows (evidence rows keep plain ids)."""
-        self.waiting.append((f'DELETE FROM {model._meta.db_table} WHERE "{model._meta.pk.column}" = %s', [pk], None))  # type: ignore[union-attr]
-
-    def send(self) -> None:
-        """Everything waiting, in order, in one execute; each statement's `done` reads its own result."""
-        if not self.waiting:
-            return
-        sent, self.waiting = self.waiting, []
-        with connection.cursor() as cursor:
-            cursor.execute("; ".join(text for text, _, _ in sent), [p for _, params, _ in sent for p in params])
-            for i, (_, _, done) in enumerate(sent):
-                if i:
-                    cursor.cursor.nextset()  # Django's wrapper has no nextset: psycopg's own cursor
-                if done is not None:
-                    done(cursor)

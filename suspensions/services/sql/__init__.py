@@ -1,0 +1,16 @@
+"""The service's hand-written SQL, in one place (DESIGN §19): what the ORM cannot say, or says much slower.
+
+Everything else is the ORM. One module per user:
+
+- rows.py: the run lock and a transition's rows (`lock_run`, `Writes`), built
+  from the models' `_meta`, for services/claims.py and every door;
+- expiry.py: the sweep's re-read of a locked batch and its set-based writes
+  (DESIGN §6, T9), for services/sweep.py;
+- push.py: the fan-out's hold (`HOLD`) and a delivery's claim
+  (`CLAIM_MESSAGE`), for services/fan_out_steps.py and services/delivery.py.
+
+Every INSERT written by hand names every column of its table:
+tests/services/test_sql.py holds each column list to the models (and so to
+the migrations), so a field added to a model and forgotten here fails a test
+instead of being dropped.
+"""

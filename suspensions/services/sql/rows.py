@@ -1,0 +1,133 @@
+"""The run lock and a transition's rows, as SQL built from the models' _meta (services/claims.py, the doors)."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import Model
+from django.db.models.fields import AutoFieldMixin
+
+from ... import scopes
+from ...models import Run, Suspension
+
+RUN, SUSPENSION = Run._meta.db_table, Suspension._meta.db_table
+
+# -- a transition's own rows (services/claims.py and the doors) ---------------------------------
+#
+# The run lock and the writes of every transition, built from the models' _meta (tables, columns,
+# field order: a field added to a model is written and read here by itself, with no list to keep).
+# Values go through each field's pre_save and get_db_prep_save, as the ORM's own INSERT and UPDATE;
+# the statements run on Django's cursor, inside Django's transaction. The ORM compiles the same
+# statements anew on every call: docs/performance.md, "The plain core", has what this buys.
+
+
+def _quoted(model: type[Model], alias: str) -> str:
+    return ", ".join(f'{alias}."{f.column}"' for f in model._meta.concrete_fields)
+
+
+def _plain(model: type[Model]) -> list[str]:
+    """The attribute names of a model read with from_db: only fields whose values need no converting."""
+    assert not any(hasattr(f, "from_db_value") for f in model._meta.concrete_fields), f"{model} needs converters"
+    return [f.attname for f in model._meta.concrete_fields]
+
+
+RUN_NAMES, PAUSE_NAMES = _plain(Run), _plain(Suspension)
+PAUSE_PK = [f.primary_key for f in Suspension._meta.concrete_fields].index(True)
+_LOCK_RUN = (
+    f"SELECT {_quoted(Run, 'r')}, CLOCK_TIMESTAMP(), {_quoted(Suspension, 's')} "
+    f"FROM {RUN} r LEFT OUTER JOIN {SUSPENSION} s ON s.run_id = r.id "
+    "WHERE r.id = %s {visible} FOR NO KEY UPDATE OF r"
+)
+
+
+def select_locked_run(run_id: Any, held: Sequence[str] | None) -> tuple[Run, Suspension | None, datetime] | None:
+    """The run `run_id` locked FOR NO KEY UPDATE, its live pause and the clock; None when not visible.
+
+    `held`: the scopes whose rows the caller may see (None: every scope, a superuser's).
+    """
+    params: list[Any] = [Run._meta.pk.to_python(run_id)]  # type: ignore[union-attr]
+    visible = ""
+    if held is not None:
+        visible = "AND (" + " OR ".join(f"r.scope_l{scopes.depth(h)} = %s" for h in held) + ")"
+        params += list(held)
+    with connection.cursor() as cursor:
+        cursor.execute(_LOCK_RUN.format(visible=visible), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    run = Run.from_db(connection.alias, RUN_NAMES, row[: len(RUN_NAMES)])
+    values = row[len(RUN_NAMES) + 1 :]
+    live = Suspension.from_db(connection.alias, PAUSE_NAMES, values) if values[PAUSE_PK] is not None else None
+    run._state.fields_cache["suspension"] = live  # run.suspension answers without a query, as select_related
+    return run, live, row[len(RUN_NAMES)]
+
+
+Done = Callable[[Any], None]  # what a write does with its cursor once sent (keys read back, the row count checked)
+
+
+@dataclass
+class Writes:
+    """A transition's writes, kept in order and sent to PostgreSQL in ONE round trip by `send`.
+
+    Every door of the claim path writes through the `writes` of its locked
+    run (claims.Locked), and claiming.through sends them after the door's
+    `write` returns, before the commit; a door that must read a generated key
+    first (a closure's receipt names its event) calls `send` itself. Reads
+    never wait here: they go at once, as always. Django's psycopg cursors bind
+    parameters on the client, so one execute carries several statements (as
+    the sweep's batch does) and each statement's result is read in turn.
+    """
+
+    waiting: list[tuple[str, list[Any], Done | None]] = field(default_factory=list)
+
+    def insert(self, rows: Sequence[Model]) -> None:
+        """New rows of one model in ONE statement; a key the database generates is set on each row when sent."""
+        if not rows:
+            return
+        model = type(rows[0])
+        fields = [f for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin)]
+        one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+        columns = ", ".join(f'"{f.column}"' for f in fields)
+        text = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES " + ", ".join([one] * len(rows))
+        params = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows for f in fields]
+        for row in rows:
+            row._state.adding, row._state.db = False, connection.alias
+        pk = model._meta.pk
+        assert pk is not None
+        if not isinstance(pk, AutoFieldMixin):
+            self.waiting.append((text, params, None))
+            return
+
+        def keys(cursor: Any) -> None:
+            for row, (key,) in zip(rows, cursor.fetchall(), strict=True):
+                setattr(row, pk.attname, key)
+
+        self.waiting.append((f'{text} RETURNING "{pk.column}"', params, keys))
+
+    def update(self, model: type[Model], where: dict[str, Any], done: Done | None = None, **values: Any) -> None:
+        """One UPDATE of some columns of the rows whose columns equal `where`; `done` gets the cursor (rowcount)."""
+        field_of = model._meta.get_field
+        sets = ", ".join(f'"{field_of(n).column}" = %s' for n in values)  # type: ignore[union-attr]
+        match = " AND ".join(f'"{field_of(n).column}" = %s' for n in where)  # type: ignore[union-attr]
+        params = [field_of(n).get_db_prep_save(v, connection) for n, v in values.items()]  # type: ignore[union-attr]
+        params += [field_of(n).get_db_prep_save(v, connection) for n, v in where.items()]  # type: ignore[union-attr]
+        self.waiting.append((f"UPDATE {model._meta.db_table} SET {sets} WHERE {match}", params, done))
+
+    def delete(self, model: type[Model], pk: Any) -> None:
+        """One DELETE by key, without the ORM's collection of related rows (evidence rows keep plain ids)."""
+        self.waiting.append((f'DELETE FROM {model._meta.db_table} WHERE "{model._meta.pk.column}" = %s', [pk], None))  # type: ignore[union-attr]
+
+    def send(self) -> None:
+        """Everything waiting, in order, in one execute; each statement's `done` reads its own result."""
+        if not self.waiting:
+            return
+        sent, self.waiting = self.waiting, []
+        with connection.cursor() as cursor:
+            cursor.execute("; ".join(text for text, _, _ in sent), [p for _, params, _ in sent for p in params])
+            for i, (_, _, done) in enumerate(sent):
+                if i:
+                    cursor.cursor.nextset()  # Django's wrapper has no nextset: psycopg's own cursor
+                if done is not None:
+                    done(cursor)
