@@ -277,8 +277,7 @@ class Respond(AdmissionDoor):
 
     def check(self, t: Locked) -> None:
         super().check(t)
-        assert t.live is not None
-        check_duties(t.principal, Approval.objects.get(pk=t.live.id))
+        check_duties(t.principal, record_of(t, self.version))
 
     def write(self, t: Locked) -> Claimed:
         assert t.live is not None
