@@ -138,11 +138,9 @@ class ReadOnlyAdmin(ScopedAdmin):
         css = {"all": ("suspensions_admin/admin.css",)}
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Nobody may change these rows, so Django shows every listed name read-only, columns included.
         shown = {"run_id": "run_link", **self.shown_as}
-        return [shown.get(f, f) for f in super().get_fields(request, obj)]
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return (*super().get_readonly_fields(request, obj), "run_link", *self.shown_as.values())
+        return list(dict.fromkeys(shown.get(f, f) for f in super().get_fields(request, obj)))
 
     run_link = run_link
 
