@@ -10,10 +10,9 @@ from suspensions.models import Admission, DeliveryAttempt, OutboxEvent, Run, Web
 from suspensions.principals import Principal
 from suspensions.services import webhooks
 
-from .closure_setup import claim_version
-from .helpers import call, continuation
+from .closure_setup import ENGINE, claim_version, paused, paused_again
+from .helpers import call
 
-ENGINE = Principal(name="token:engine", grants=(("acme", frozenset({"engine"})),))
 ALICE = Principal(name="user:alice", grants=(("acme", frozenset({"approver"})),))
 BOB = Principal(name="user:bob", grants=(("acme", frozenset({"approver"})),))
 OPS = Principal(name="user:olga", grants=(("acme", frozenset({"operator"})),))
@@ -22,20 +21,12 @@ ARGUMENTS = '{"to": "IBAN DE89 3704", "amount": 900, "memo": "<script>alert(1)</
 
 
 def paused_for_approval(scope: str = "acme/payments", quorum: int = 2) -> Any:
-    run = services.register_run(principal=ENGINE, agent_id="payments-agent", scope=scope)
-    return services.suspend_run(
-        principal=ENGINE,
-        run_id=run.id,
-        revision=run.revision,
-        reason="approval",
-        pending=[call("c1", "wire_transfer", ARGUMENTS), call("c2", "notify_customer", '{"channel": "email"}')],
-        continuation=continuation(),
-        approval={"quorum": quorum},
-    )
+    pending = [call("c1", "wire_transfer", ARGUMENTS), call("c2", "notify_customer", '{"channel": "email"}')]
+    return paused("approval", scope, agent_id="payments-agent", pending=pending, approval={"quorum": quorum})
 
 
 def rich_run(scope: str = "acme/payments") -> Run:
-    """Paused for an approval with quorum 2, voted by two approvers, started, completed, then paused again.
+    """Paused for an approval with quorum 2, voted by two approvers, started, then paused again for a tool.
 
     Each outbox event got a webhook message (the fan-out task's work, written
     here directly), one delivered after two attempts.
@@ -46,14 +37,7 @@ def rich_run(scope: str = "acme/payments") -> Run:
     services.approve(principal=BOB, suspension_id=first.id, version=version, note="ok <b>bold</b>")
     admission = Admission.objects.get(suspension_id=first.id)
     claimed = services.start_admission(principal=ENGINE, admission_id=admission.id)
-    services.suspend_run(
-        principal=ENGINE,
-        run_id=claimed.run.id,
-        revision=claimed.run.revision,
-        reason="external_tool",
-        pending=[call("c3", "lookup_rates", '{"currency": "EUR"}')],
-        continuation=continuation(),
-    )
+    paused_again(claimed)
     messages_for(claimed.run.id, scope)
     return Run.objects.get(pk=claimed.run.id)
 

@@ -38,8 +38,8 @@ def test_an_auditor_reads_a_rich_runs_whole_history_on_its_admin_page(chromium, 
     for heading in ("Verify this run", "Live pause", "Approvals and votes", "Admissions", "Starts", "Events"):
         expect(page.locator(".history-section h2", has_text=heading)).to_be_visible()
     expect(page.locator("#history-verify")).to_contain_text("Verification not available")
-    expect(page.locator("#history-pause .tool-names li")).to_have_text(["lookup_rates"])
-    expect(page.locator("#pause-pending")).to_contain_text('"name": "lookup_rates"')
+    expect(page.locator("#history-pause .tool-names li")).to_have_text(["refund"])
+    expect(page.locator("#pause-pending")).to_contain_text('"name": "refund"')
     votes = page.locator("#history-approvals table.votes tbody tr")
     expect(votes).to_have_count(ApprovalVote.objects.filter(run_id=run.id).count())
     expect(votes.nth(1)).to_contain_text("ok <b>bold</b>")  # escaped text, not markup
