@@ -92,6 +92,7 @@ def run_history(principal: Principal, run: Run) -> dict[str, Any]:
 
 def _events(mine: Q, run: Run) -> dict[str, Any]:
     events = list(Event.objects.filter(mine).order_by("id")[: SECTION_LIMIT + 1])
+    chained = has_hash_chain()
     rows = [
         {
             "id": e.id,
@@ -100,7 +101,7 @@ def _events(mine: Q, run: Run) -> dict[str, Any]:
             "actor": e.actor,
             "revision": e.revision,
             "data": pretty(e.data),
-            "hashes": [getattr(e, name) for name in HASH_FIELDS] if has_hash_chain() else None,
+            "hashes": [getattr(e, name) for name in HASH_FIELDS] if chained else None,
             "url": admin_url(Event, e.id),
         }
         for e in events[:SECTION_LIMIT]

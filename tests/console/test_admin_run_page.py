@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from suspensions.admin.history import SECTION_LIMIT
 from suspensions.models import (
     Admission,
     Approval,
@@ -173,3 +174,18 @@ def test_the_all_events_link_of_a_long_history_lists_only_that_runs_events(audit
     other = paused_for_approval()
     listing = auditor.get(reverse("admin:suspensions_event_changelist") + f"?run_id={run.id}").content.decode()
     assert str(run.id) in listing and str(other.run_id) not in listing
+
+
+def test_past_the_cap_the_events_section_shows_the_first_ones_and_links_to_the_runs_full_list(auditor):
+    run = paused_for_approval().run
+    now = timezone.now()
+    extra = []
+    for n in range(SECTION_LIMIT):
+        e = Event(run_id=run.id, kind="noted", actor="token:engine", revision=2, data={"n": n}, at=now)
+        e.stamp_scope(run.scope)
+        extra.append(e)
+    Event.objects.bulk_create(extra)
+    events = section(page_of(auditor, run.id), "events")
+    assert len(re.findall(r'/admin/suspensions/event/\d+/change/">', events)) == SECTION_LIMIT
+    link = reverse("admin:suspensions_event_changelist") + f"?run_id={run.id}"
+    assert f'Only the first {SECTION_LIMIT} are shown: <a href="{link}">' in events
