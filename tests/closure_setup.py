@@ -14,15 +14,24 @@ APPROVER = Principal(name="user:alice", grants=(("acme", frozenset({"approver"})
 OPERATOR = Principal(name="user:olga", grants=(("acme", frozenset({"operator"})),))
 
 
-def paused(reason: str = "external_tool", scope: str = "acme/support") -> Any:
-    run = services.register_run(principal=ENGINE, agent_id="agent-1", scope=scope)
+def paused(
+    reason: str = "external_tool",
+    scope: str = "acme/support",
+    *,
+    agent_id: str = "agent-1",
+    pending: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> Any:
+    """A registered run paused once; `extra` goes to suspend_run (ttl_seconds, approval)."""
+    run = services.register_run(principal=ENGINE, agent_id=agent_id, scope=scope)
     return services.suspend_run(
         principal=ENGINE,
         run_id=run.id,
         revision=run.revision,
         reason=reason,
-        pending=[call()],
+        pending=pending or [call()],
         continuation=continuation(),
+        **extra,
     )
 
 

@@ -1,6 +1,7 @@
 """The scoped ModelAdmin every admin of this app derives from, and what they share (see __init__)."""
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -10,8 +11,11 @@ from django.contrib.auth.models import Group, User
 from django.db import models
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from .. import scopes
+from ..presenters import pretty_json_text
 from ..principals import for_user
 
 # Fingerprints of secrets: never displayed, searched or usable as a list filter.
@@ -31,6 +35,31 @@ def uuid_columns(model: type[models.Model]) -> list[str]:
     return [
         f.attname for f in model._meta.concrete_fields if isinstance(getattr(f, "target_field", f), models.UUIDField)
     ]
+
+
+def pretty_json_html(value: Any) -> str:
+    """JSON (text or value) indented in a <pre>, escaped; an empty value as a dash."""
+    if value in ("", None):
+        return "-"
+    return format_html('<pre class="json">{}</pre>', pretty_json_text(value))
+
+
+def json_column(name: str, description: str) -> Callable[[Any, Any], str]:
+    """A read-only column showing model field `name` as indented JSON (admin's default is one compact line)."""
+
+    @admin.display(description=description)
+    def column(model_admin: Any, obj: Any) -> str:
+        return pretty_json_html(getattr(obj, name))
+
+    return column
+
+
+@admin.display(description="Run")
+def run_link(model_admin: Any, obj: Any) -> str:
+    """The row's run, linked to the run's admin page (its whole history); evidence keeps the id as a plain column."""
+    if obj.run_id is None:
+        return "-"
+    return format_html('<a href="{}">{}</a>', reverse("admin:suspensions_run_change", args=[obj.run_id]), obj.run_id)
 
 
 class ScopedAdmin(admin.ModelAdmin):
@@ -95,7 +124,25 @@ class ScopedAdmin(admin.ModelAdmin):
 
 
 class ReadOnlyAdmin(ScopedAdmin):
-    """Evidence and state: viewable by every active staff user in its scopes; nobody writes here."""
+    """Evidence and state: viewable by every active staff user in its scopes; nobody writes here.
+
+    On a change page the run's id links to the run's page (its whole
+    history), and each field named in `shown_as` is shown by the column
+    named there instead (JSON indented, a list as a list).
+    """
+
+    shown_as: dict[str, str] = {}
+
+    class Media:
+        # Indented JSON and the run page's history sections; a <pre> scrolls inside its box on a phone.
+        css = {"all": ("suspensions_admin/admin.css",)}
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Nobody may change these rows, so Django shows every listed name read-only, columns included.
+        shown = {"run_id": "run_link", **self.shown_as}
+        return list(dict.fromkeys(shown.get(f, f) for f in super().get_fields(request, obj)))
+
+    run_link = run_link
 
 
 def clean_scope(value: str) -> str:

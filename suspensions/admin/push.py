@@ -5,7 +5,6 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.html import format_html
 
 from ..models import (
     DeliveryAttempt,
@@ -13,10 +12,9 @@ from ..models import (
     WebhookEndpoint,
     WebhookMessage,
 )
-from ..presenters import pretty_json_text
 from ..principals import for_user
 from ..services import webhooks
-from .base import ReadOnlyAdmin, ScopedAdmin, is_staff
+from .base import ReadOnlyAdmin, ScopedAdmin, is_staff, json_column
 
 
 @admin.register(WebhookEndpoint)
@@ -110,10 +108,7 @@ class WebhookMessageAdmin(ReadOnlyAdmin):
     )
     readonly_fields = fields
     inlines = (DeliveryAttemptInline,)
-
-    @admin.display(description="Body")
-    def pretty_body(self, obj: WebhookMessage) -> str:
-        return format_html("<pre>{}</pre>", pretty_json_text(obj.body))
+    pretty_body = json_column("body", "Body")
 
 
 @admin.register(OutboxEvent)
@@ -122,3 +117,5 @@ class OutboxEventAdmin(ReadOnlyAdmin):
     list_filter = ("type", "scope_l1")
     search_fields = ("run_id__exact", "type")
     date_hierarchy = "created_at"
+    shown_as = {"data": "data_json"}
+    data_json = json_column("data", "Data")

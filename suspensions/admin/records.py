@@ -1,7 +1,11 @@
 """Runs, pauses, approvals and their votes, admissions, starts, receipts, events, flow waits: read-only."""
 
+from typing import Any
+
 from django.contrib import admin
-from django.utils.html import format_html
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
 from ..models import (
     Admission,
@@ -15,16 +19,34 @@ from ..models import (
     Start,
     Suspension,
 )
-from ..presenters import pretty_json_text
-from .base import ReadOnlyAdmin
+from ..principals import for_user
+from .base import ReadOnlyAdmin, json_column
+from .history import run_history, tool_list
 
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
+    """A run and, below its fields, its whole history from every table (admin/history.py), read-only."""
+
     list_display = ("id", "agent_id", "scope", "state", "revision", "last_reason", "updated_at")
     list_filter = ("state", "last_reason", "scope_l1")
     search_fields = ("id__exact", "agent_id", "session_id", "scope")
     date_hierarchy = "created_at"
+    change_form_template = "admin/suspensions/run/change_form.html"
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Run | None = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            context["history"] = run_history(for_user(request.user), obj)
+            context["console_url"] = reverse("console:run", args=[obj.pk])
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 @admin.register(Suspension)
@@ -33,6 +55,17 @@ class SuspensionAdmin(ReadOnlyAdmin):
     list_filter = ("reason", "scope_l1")
     search_fields = ("id__exact", "run__id__exact", "tool_names", "reply_with", "scope")
     date_hierarchy = "created_at"
+    shown_as = {"tool_names": "tool_name_list", "pending": "pending_json", "continuation": "continuation_json"}
+    pending_json = json_column("pending", "Pending calls")
+    continuation_json = json_column("continuation", "Continuation")
+
+    @admin.display(description="Tool names")
+    def tool_name_list(self, obj: Suspension) -> str:
+        # Stored as ",a,b," for a containment filter: shown as the names.
+        names = tool_list(obj.tool_names)
+        if not names:
+            return "-"
+        return format_html('<ul class="tool-names">{}</ul>', format_html_join("", "<li>{}</li>", ((n,) for n in names)))
 
 
 @admin.register(Approval)
@@ -50,7 +83,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
         "requested_by",
         "created_at",
         "expires_at",
-        "pending_calls",
+        "pending",
         "quorum",
         "exclude_requester",
         "on_expiry",
@@ -59,19 +92,13 @@ class ApprovalAdmin(ReadOnlyAdmin):
         "status",
         "decided_by",
         "note",
-        "decided_calls",
+        "final_calls",
         "response",
         "resolved_at",
     )
-    readonly_fields = ("pending_calls", "decided_calls")
-
-    @admin.display(description="Pending calls")
-    def pending_calls(self, obj: Approval) -> str:
-        return format_html("<pre>{}</pre>", pretty_json_text(obj.pending))
-
-    @admin.display(description="Decided calls (as admitted)")
-    def decided_calls(self, obj: Approval) -> str:
-        return format_html("<pre>{}</pre>", pretty_json_text(obj.final_calls)) if obj.final_calls else "-"
+    shown_as = {"pending": "pending_calls", "final_calls": "decided_calls"}
+    pending_calls = json_column("pending", "Pending calls")
+    decided_calls = json_column("final_calls", "Decided calls (as admitted)")
 
 
 @admin.register(ApprovalVote)
@@ -80,6 +107,8 @@ class ApprovalVoteAdmin(ReadOnlyAdmin):
     list_filter = ("scope_l1",)
     search_fields = ("suspension_id__exact", "run_id__exact", "voter", "note")
     date_hierarchy = "cast_at"
+    shown_as = {"calls": "calls_json"}
+    calls_json = json_column("calls", "Calls approved")
 
 
 @admin.register(Admission)
@@ -88,6 +117,8 @@ class AdmissionAdmin(ReadOnlyAdmin):
     list_filter = ("state", "source", "scope_l1")
     search_fields = ("id__exact", "run_id__exact", "suspension_id__exact", "request_digest", "actor")
     date_hierarchy = "admitted_at"
+    shown_as = {"input": "input_json"}
+    input_json = json_column("input", "Input (indented here; the digest covers the bytes as sent)")
 
 
 @admin.register(Start)
@@ -112,6 +143,8 @@ class ClosureReceiptAdmin(ReadOnlyAdmin):
     list_filter = ("scope_l1",)
     search_fields = ("run_id__exact", "suspension_id__exact", "digest", "request_digest", "actor")
     date_hierarchy = "closed_at"
+    shown_as = {"request": "request_json"}
+    request_json = json_column("request", "Request (indented here; the digest covers the bytes as sent)")
 
 
 @admin.register(Event)
@@ -120,6 +153,8 @@ class EventAdmin(ReadOnlyAdmin):
     list_filter = ("kind", "scope_l1")
     search_fields = ("run_id__exact", "actor", "kind")
     date_hierarchy = "at"
+    shown_as = {"data": "data_json"}
+    data_json = json_column("data", "Data")
 
 
 @admin.register(FlowWait)
