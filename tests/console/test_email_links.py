@@ -10,32 +10,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from suspensions import email_links, services
+from suspensions import email_links
 from suspensions.clock import db_now
 from suspensions.models import Approval, ApprovalVote, Membership, Run
-from suspensions.principals import Principal
-from tests.helpers import call, continuation, member, notify_all, snapshot
+from tests.helpers import approval_pause, member, notify_all, snapshot
 
 pytestmark = pytest.mark.django_db
-
-
-def pause(scope="acme/support", by=None, ttl=3600, **policy):
-    """An approval pause stored by an engine (linked to `by`, a user, when given); its Approval record."""
-    engine = Principal(
-        name="token:engine", grants=((scope, frozenset({"engine"})),), user_id=by.pk if by is not None else None
-    )
-    run = services.register_run(principal=engine, agent_id="refund-agent", scope=scope)
-    suspension = services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=run.revision,
-        reason="approval",
-        pending=[call("c1", "send_refund", '{"amount": 900}')],
-        continuation=continuation(),
-        ttl_seconds=ttl,
-        approval=policy or None,
-    )
-    return Approval.objects.get(pk=suspension.id)
 
 
 def link(user, approval, decision="approve", revision=2, expires_at=None):
@@ -61,7 +41,7 @@ def refused(response, status, words):
 
 
 def test_the_get_shows_what_would_be_decided_and_decides_nothing():
-    alice, approval = approver(), pause()
+    alice, approval = approver(), approval_pause()
     before = snapshot()
 
     response = Client().get(link(alice, approval))
@@ -74,7 +54,7 @@ def test_the_get_shows_what_would_be_decided_and_decides_nothing():
 
 
 def test_the_post_approves_as_the_links_approver_through_the_decide_service():
-    alice, approval = approver(), pause()
+    alice, approval = approver(), approval_pause()
 
     response = Client().post(link(alice, approval), {"reason": "fine"})
 
@@ -86,7 +66,7 @@ def test_the_post_approves_as_the_links_approver_through_the_decide_service():
 
 
 def test_a_second_post_of_a_used_link_says_so_and_writes_nothing():
-    alice, approval = approver(), pause()
+    alice, approval = approver(), approval_pause()
     url = link(alice, approval)
     Client().post(url)
     before = snapshot()
@@ -97,7 +77,7 @@ def test_a_second_post_of_a_used_link_says_so_and_writes_nothing():
 
 
 def test_a_deny_link_asks_for_a_reason_and_denies_with_it():
-    alice, approval = approver(), pause()
+    alice, approval = approver(), approval_pause()
     url = link(alice, approval, "deny")
     assert 'name="reason"' in Client().get(url).content.decode()
     before = snapshot()
@@ -113,7 +93,7 @@ def test_a_deny_link_asks_for_a_reason_and_denies_with_it():
 
 
 def test_an_expired_link_or_approval_is_refused_and_writes_nothing():
-    alice, approval = approver(), pause()
+    alice, approval = approver(), approval_pause()
     old = link(alice, approval, expires_at=db_now() - timedelta(seconds=1))
     before = snapshot()
     refused(Client().post(old), 410, "expired")
@@ -122,8 +102,8 @@ def test_an_expired_link_or_approval_is_refused_and_writes_nothing():
     assert snapshot()["votes"] == before["votes"] and snapshot()["runs"] == before["runs"]
 
 
-def test_a_stale_link_is_refused_and_never_applied_to_a_newer_pause():
-    alice, approval = approver(), pause()
+def test_a_stale_link_is_refused_and_never_applied_to_a_newer_approval_pause():
+    alice, approval = approver(), approval_pause()
     before = snapshot()
 
     refused(Client().post(link(alice, approval, revision=1)), 409, "out of date")
@@ -134,8 +114,8 @@ def test_a_stale_link_is_refused_and_never_applied_to_a_newer_pause():
 def test_a_link_whose_approver_lost_the_role_or_asked_for_the_approval_is_refused():
     alice = approver()
     ada = member("ada", {"acme": ["approver", "engine"]}, is_staff=True, email="ada@example.com")
-    mine = pause(by=ada, exclude_requester=True)
-    other = pause()
+    mine = approval_pause(by=ada, exclude_requester=True)
+    other = approval_pause()
     Membership.objects.filter(user=alice).delete()
     before = snapshot()
 
@@ -146,7 +126,7 @@ def test_a_link_whose_approver_lost_the_role_or_asked_for_the_approval_is_refuse
 
 
 def test_a_tampered_token_is_a_404_page():
-    alice, approval = approver(), pause()
+    alice, approval = approver(), approval_pause()
     url = link(alice, approval)
     before = snapshot()
 
@@ -157,7 +137,7 @@ def test_a_tampered_token_is_a_404_page():
 
 def test_a_quorum_links_vote_counts_once():
     alice, bob = approver(), approver("bob")
-    approval = pause(quorum=2)
+    approval = approval_pause(quorum=2)
     url = link(alice, approval)
 
     voted = Client().post(url)
@@ -173,7 +153,7 @@ def test_a_quorum_links_vote_counts_once():
 
 
 def test_the_post_needs_the_pages_csrf_token():
-    alice, approval = approver(), pause()
+    alice, approval = approver(), approval_pause()
     client = Client(enforce_csrf_checks=True)
     url = link(alice, approval)
     before = snapshot()
@@ -187,7 +167,7 @@ def test_the_post_needs_the_pages_csrf_token():
 
 def test_with_login_required_the_link_asks_for_a_sign_in_and_only_its_approver_may_use_it(settings):
     settings.EMAIL_LINKS_REQUIRE_LOGIN = True
-    alice, bob, approval = approver(), approver("bob"), pause()
+    alice, bob, approval = approver(), approver("bob"), approval_pause()
     url = link(alice, approval)
 
     anonymous = Client().get(url)
@@ -210,7 +190,7 @@ def test_with_login_required_the_link_asks_for_a_sign_in_and_only_its_approver_m
 @pytest.mark.django_db(transaction=True)
 def test_the_link_in_a_real_email_approves(mailoutbox):
     approver()
-    approval = pause()
+    approval = approval_pause()
     notify_all()
 
     url = re.search(r"^Approve: http://[^/]+(/console/act/\S+)$", mailoutbox[0].body, re.M).group(1)

@@ -15,10 +15,9 @@ from django.test import override_settings
 from suspensions import email_links, notify, services, tasks
 from suspensions.clock import db_now
 from suspensions.models import Approval, Notification, NotificationRoute, OutboxEvent
-from suspensions.principals import Principal
 from suspensions.services import notifications, outbox
 from tests.factories import principal
-from tests.helpers import call, continuation, member, notify_all
+from tests.helpers import approval_pause, call, continuation, member, notify_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -268,27 +267,10 @@ def test_a_second_fan_out_of_the_same_event_writes_no_second_notification(mailou
 # -- nobody is asked who may not answer (DESIGN §21), one notification per person ------------------
 
 
-def request_as(user, scope="acme/support", **policy):
-    """A pause stored by a principal linked to `user` (a user, or a token linked to them), with `policy`."""
-    engine = Principal(name="token:ada-engine", grants=((scope, frozenset({"engine"})),), user_id=user.pk)
-    run = services.register_run(principal=engine, agent_id="refund-agent", scope=scope)
-    suspension = services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=run.revision,
-        reason="approval",
-        pending=[call("c1", "send_refund", '{"amount": 900}')],
-        continuation=continuation(),
-        ttl_seconds=3600,
-        approval=policy or None,
-    )
-    return Approval.objects.get(pk=suspension.id)
-
-
 def test_the_excluded_requester_gets_no_request_nor_reminder(mailoutbox):
     ada = member("ada", {"acme": ["approver", "engine"]}, is_staff=True, email="ada@example.com")
     member("bob", {"acme": ["approver"]}, is_staff=True, email="bob@example.com")
-    approval = request_as(ada, exclude_requester=True)
+    approval = approval_pause(by=ada, exclude_requester=True)
     assert approval.requester_user_id == ada.pk
 
     notify_all()
@@ -305,7 +287,7 @@ def test_the_excluded_requester_gets_no_request_nor_reminder(mailoutbox):
 
 def test_without_exclude_requester_the_requester_is_asked_too(mailoutbox):
     ada = member("ada", {"acme": ["approver", "engine"]}, is_staff=True, email="ada@example.com")
-    request_as(ada, exclude_requester=False)
+    approval_pause(by=ada, exclude_requester=False)
 
     notify_all()
 
@@ -333,7 +315,7 @@ def test_a_route_to_the_excluded_requesters_address_is_not_used_for_that_approva
     ada = member("ada", {"acme": ["engine"]}, is_staff=True, email="Ada@example.com")
     route("acme", "email", "ada@example.com")
     route("acme", "email", "oncall@example.com")
-    request_as(ada, exclude_requester=True)
+    approval_pause(by=ada, exclude_requester=True)
 
     notify_all()
 
