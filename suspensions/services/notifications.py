@@ -9,7 +9,7 @@ delivery is enqueued on commit; a lost enqueue is found by the beat
 (`deliver_due`). Nobody is asked who may not answer: the requester of an
 approval under `exclude_requester` (DESIGN §15) gets no request.
 
-Delivering: `claim` locks due rows FOR UPDATE SKIP LOCKED and leases them
+Delivering: `claim` locks a due row FOR UPDATE SKIP LOCKED and leases it
 (WEBHOOK_LEASE_SECONDS) in one short transaction; the sender runs after its
 commit, outside any transaction; `record` settles the row: delivered, or
 tried again on the webhooks' schedule (retries.retry_wait), `failed` after
@@ -31,8 +31,10 @@ from uuid import UUID
 
 from celery import current_app
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils.module_loading import import_string
 
 from .. import scopes, selectors
@@ -176,8 +178,6 @@ def _made(approval: Approval, kind: str, now: datetime, event_id: int | None) ->
 def _email_of(user_id: int | None) -> str:
     if user_id is None:
         return ""
-    from django.contrib.auth import get_user_model
-
     email = get_user_model().objects.filter(pk=user_id).values_list("email", flat=True).first()
     return (email or "").lower()
 
@@ -208,8 +208,6 @@ def enqueue(ids: Sequence[Any], countdown: float | None = None) -> None:
 
 def due() -> Q:
     """Pending, its time come, not leased (or its lease over): the notification_due index's rows."""
-    from django.db.models.functions import Now
-
     return Q(status=MessageStatus.PENDING, next_attempt_at__lte=Now()) & (
         Q(leased_until__isnull=True) | Q(leased_until__lte=Now())
     )
@@ -289,8 +287,16 @@ def _record(notification: Notification, error: str) -> str:
 
 
 def deliver(ids: Sequence[UUID | str] | None = None, *, limit: int = BATCH) -> list[str]:
-    """Claim, send and record the due notifications among `ids` (or the due ones); the outcomes."""
-    return [record(n, send(n)) for n in claim(ids, limit=limit)]
+    """Claim, send and record the due notifications among `ids` (or the due ones), up to `limit`; the outcomes.
+
+    One at a time: a worker holds one lease at most, so a slow mail server
+    (EMAIL_TIMEOUT per attempt) never outlasts the lease of rows still
+    waiting their turn in this call, which another worker would send again.
+    """
+    outcomes: list[str] = []
+    while len(outcomes) < limit and (claimed := claim(ids, limit=1)):
+        outcomes.append(record(claimed[0], send(claimed[0])))
+    return outcomes
 
 
 def deliver_due(*, max_seconds: float) -> int:

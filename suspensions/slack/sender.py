@@ -1,11 +1,14 @@
 """The Slack sender of notifications (DESIGN §21): what services.notifications calls for a `slack` Notification.
 
 Contract (shared with the email sender, suspensions.notify.send): called
-from Celery outside any transaction with one claimed Notification; returns
-None when the message is posted (REQUEST: chat.postMessage, keeping its `ts`
-in `notification.slack_ts` for the caller to record) or updated (DECIDED:
-chat.update of the REQUEST's message); raises on any failure, and the
-delivery retries on the webhooks' schedule.
+from Celery outside any transaction with one claimed Notification
+(`recipient` is the channel id); returns None when the message is posted
+(kind REQUEST or ESCALATION: chat.postMessage; set `notification.slack_ts`
+to its `ts`, and the delivery records it) or updated (kind DECIDED:
+chat.update of the message the REQUEST/ESCALATION row of the same approval
+and channel posted; while that one has no `slack_ts` yet, raise, and the
+update is tried again later); raises on any failure, and the delivery
+retries on the webhooks' schedule.
 """
 
 from typing import Any
