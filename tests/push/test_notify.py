@@ -387,3 +387,26 @@ def test_the_readmes_grep_finds_the_approve_link_in_the_file_backends_mail(setti
     (line,) = re.findall(r"^Approve: (\S+)$", text, re.M)
     cap = email_links.read(line.rsplit("/", 1)[1])
     assert (cap.user_id, cap.approval_id, cap.decision) == (alice.pk, approval.pk, "approve")
+
+
+def test_an_outcome_is_recorded_on_a_fresh_connection_when_the_database_dropped_the_one_that_sent(mailoutbox):
+    from django.db import connection, connections
+
+    member("alice", {"acme": ["approver"]}, is_staff=True, email="alice@example.com")
+    request_approval()
+    outbox.fan_out()
+    (claimed,) = notifications.claim()
+    error = notifications.send(claimed)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    killer = connections.create_connection("default")
+    with killer.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    killer.close()
+
+    assert notifications.record(claimed, error) == "delivered"
+
+    n = Notification.objects.get()
+    assert (n.status, n.attempts, n.leased_until) == ("delivered", 1, None)
+    assert len(mailoutbox) == 1
