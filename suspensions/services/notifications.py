@@ -69,7 +69,9 @@ ASKING = {
 ENDING = frozenset({EventType.APPROVAL_DECIDED.value, EventType.SUSPENSION_EXPIRED.value})
 # The event types a route may name (empty: all of them).
 ROUTE_EVENT_TYPES = (*ASKING, *sorted(ENDING))
-BATCH = 50
+# Notifications per delivery task: at EMAIL_TIMEOUT (10 s) each, a task stays inside its soft time limit
+# (tasks.DELIVERY_SOFT_LIMIT, 120 s), which would interrupt a send and leave its row to be sent again.
+BATCH = 10
 
 
 def sender_for(channel: str) -> Callable[[Any], None]:
@@ -300,13 +302,12 @@ def deliver(ids: Sequence[UUID | str] | None = None, *, limit: int = BATCH) -> l
 
 
 def deliver_due(*, max_seconds: float) -> int:
-    """The beat's pass: deliver due notifications, batch by batch, until none is left or `max_seconds` passed."""
+    """The beat's pass: deliver due notifications one by one until none is left or `max_seconds` passed."""
     began, count = time.monotonic(), 0
     while time.monotonic() - began < max_seconds:
-        outcomes = deliver()
-        count += len(outcomes)
-        if len(outcomes) < BATCH:
+        if not deliver(limit=1):
             break
+        count += 1
     return count
 
 
