@@ -184,7 +184,7 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # run one worker with `-Q celery` and others with `-Q push`.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("push", routing_key="push"))
-_PUSH_TASKS = ("fan_out_outbox", "deliver_messages", "deliver_due")
+_PUSH_TASKS = ("fan_out_outbox", "deliver_messages", "deliver_due", "deliver_notifications", "notification_sweep")
 CELERY_TASK_ROUTES = {f"suspensions.tasks.{name}": {"queue": "push"} for name in _PUSH_TASKS}
 
 # Per token, e.g. "100/min" (s, min, hour, day); empty: no throttle.
@@ -220,6 +220,8 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="suspensions@localhos
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", default=10, minimum=1)
 # The public origin of the console, for links that leave the site (emails, Slack messages).
 CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# 1: an email's one-click Approve/Deny link asks its approver to sign in first (DESIGN §21); 0: the link is the key.
+EMAIL_LINKS_REQUIRE_LOGIN = env.bool("EMAIL_LINKS_REQUIRE_LOGIN", default=False)
 # How often beat looks for approvals due their one reminder (80% of the time to deadline).
 REMINDER_INTERVAL_SECONDS = env_int("REMINDER_INTERVAL_SECONDS", default=60, minimum=1)
 CELERY_BEAT_SCHEDULE["remind-approvers"] = {
@@ -248,6 +250,12 @@ FAN_OUT_WINDOW_MS = env_int("FAN_OUT_WINDOW_MS", default=50, minimum=0)
 WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", default=10, minimum=1)
 CELERY_BEAT_SCHEDULE["webhook-sweep"] = {
     "task": "suspensions.tasks.webhook_sweep",
+    "schedule": WEBHOOK_SWEEP_SECONDS,
+    "options": {"expires": WEBHOOK_SWEEP_SECONDS},
+}
+# Notifications (approver emails, Slack messages) retry on the webhooks' schedule; beat picks up the due ones.
+CELERY_BEAT_SCHEDULE["notification-sweep"] = {
+    "task": "suspensions.tasks.notification_sweep",
     "schedule": WEBHOOK_SWEEP_SECONDS,
     "options": {"expires": WEBHOOK_SWEEP_SECONDS},
 }

@@ -11,6 +11,8 @@ from suspensions.models import (
     ApprovalVote,
     Event,
     FlowWait,
+    Notification,
+    NotificationRoute,
     OutboxEvent,
     Run,
     Start,
@@ -128,7 +130,18 @@ def snapshot() -> dict[str, Any]:
         ),
         "messages": sorted(WebhookMessage.objects.values_list("id", "status", "next_attempt_at")),
         "outbox": OutboxEvent.objects.count(),
+        "notifications": sorted(Notification.objects.values_list("id", "status", "attempts")),
+        "routes": sorted(NotificationRoute.objects.values_list("id", "active", "target", "event_types")),
     }
+
+
+def notify_all() -> None:
+    """What the workers do, in this process: fan out every undispatched outbox row, deliver every due notification."""
+    from suspensions.services import notifications, outbox
+
+    outbox.fan_out()
+    while notifications.deliver():
+        pass
 
 
 def problem(response: Any, status: int, code: str) -> dict[str, Any]:
@@ -162,3 +175,27 @@ def member(username: str, grants: dict[str, list[str]] | None = None, **flags: A
             m.stamp_scope(scope)
             m.save()
     return user
+
+
+def approval_pause(scope: str = "acme/support", by: Any = None, ttl: int = 3600, **policy: Any) -> Any:
+    """An approval pause of send_refund stored through the services by an engine (linked to the user `by`, if given).
+
+    `policy` is the pause's approval policy (quorum, exclude_requester, ...); returns its Approval record.
+    """
+    from suspensions import services
+    from suspensions.principals import Principal
+
+    user_id = by.pk if by is not None else None
+    engine = Principal(name="token:engine", grants=((scope, frozenset({"engine"})),), user_id=user_id)
+    run = services.register_run(principal=engine, agent_id="refund-agent", scope=scope)
+    suspension = services.suspend_run(
+        principal=engine,
+        run_id=run.id,
+        revision=run.revision,
+        reason="approval",
+        pending=[call("c1", "send_refund", '{"amount": 900}')],
+        continuation=continuation(),
+        ttl_seconds=ttl,
+        approval=policy or None,
+    )
+    return Approval.objects.get(pk=suspension.id)
