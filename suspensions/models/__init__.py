@@ -12,6 +12,7 @@ from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
 from .floors import ApprovalFloor
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
+from .slack import SlackIdentity
 
 __all__ = [
     "TERMINAL_STATES",
@@ -38,6 +39,7 @@ __all__ = [
     "Run",
     "RunState",
     "Scoped",
+    "SlackIdentity",
     "Start",
     "Suspension",
     "SweepHeartbeat",
