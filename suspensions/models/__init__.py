@@ -11,6 +11,7 @@ from ..ids import uuid7
 from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
 from .floors import ApprovalFloor
+from .notifications import Notification, NotificationChannel, NotificationKind, NotificationRoute
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
 from .slack import SlackIdentity
 
@@ -32,6 +33,10 @@ __all__ = [
     "FlowWait",
     "Membership",
     "MessageStatus",
+    "Notification",
+    "NotificationChannel",
+    "NotificationKind",
+    "NotificationRoute",
     "OnExpiry",
     "OutboxEvent",
     "Reason",
