@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("suspensions", "0011_security_cache_table"),
+        ("suspensions", "0012_notifications"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
