@@ -1,10 +1,16 @@
-"""Approver emails (DESIGN §14): one on `approval.requested`, one reminder at 80% of the time to deadline.
+"""Approver emails (DESIGN §14, §21): the email sender of notifications, and what the email says.
 
-Both leave after a commit, never inside a transaction: the outbox fan-out
-calls `on_outbox_event` once the event is dispatched, and the reminder task
-claims its approvals (`reminded_at`) in a committed transaction before it
-sends. A mail failure is logged and swallowed: the webhook fan-out that
-called us must go on, and a lost email is less harm than a lost delivery.
+Who gets which email is decided when the notifications are written
+(services.notifications, in the outbox fan-out's or the reminder's
+transaction); `send` is the email channel's sender: called from Celery
+outside any transaction with one claimed Notification, it sends one message
+to its one recipient and raises on any failure, so the delivery records the
+attempt and tries again on the webhooks' schedule. Nothing is swallowed: a
+lost email is a failed delivery, kept and visible, not a log line.
+
+An approver's own email (the notification names its user) carries one-click
+Approve and Deny links (suspensions.email_links) while the pause is open; a
+route's address gets the console link only: nobody's capability to decide.
 """
 
 from __future__ import annotations
@@ -16,15 +22,14 @@ from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from . import scopes, selectors
-from .models import Approval, ApprovalStatus, EventType
+from . import email_links
+from .models import Approval, ApprovalStatus, Run, Suspension
 
 log = logging.getLogger(__name__)
 
-APPROVAL_REQUESTED = EventType.APPROVAL_REQUESTED.value
-APPROVAL_ESCALATED = EventType.APPROVAL_ESCALATED.value
 LEADS = {
     "request": "A run is paused until an approver decides.",
     "reminder": "Still pending, and 80% of the time to its deadline has passed.",
@@ -34,64 +39,41 @@ PREFIXES = {"request": "", "reminder": "Reminder: ", "escalation": "Escalated: "
 # Each call's arguments in the mail: enough to recognise the request, never the whole payload.
 ARGUMENT_CHARS = 300
 SUBJECT_CHARS = 150
+# The header naming the notification a message delivers: a retried send carries the same one.
+NOTIFICATION_HEADER = "X-Suspensions-Notification"
 
 
-def on_outbox_event(event: Any) -> None:
-    """Called by the outbox fan-out, after commit, for each dispatched OutboxEvent; never raises.
-
-    `approval.requested` mails the approvers of the approval's scope;
-    `approval.escalated` (DESIGN §15) those of its parent scope. The event's
-    data carries ids and tool names, not the arguments: the Approval record
-    keeps the calls.
-    """
-    kind = {APPROVAL_REQUESTED: "request", APPROVAL_ESCALATED: "escalation"}.get(str(getattr(event, "type", "")))
-    if kind is None:
-        return
-    try:
-        approval = _approval_of(event)
-        # Decided (or expired) before the fan-out ran: nobody needs to be asked any more.
-        if approval is not None and approval.status == ApprovalStatus.PENDING:
-            send_approval_mail(approval, kind=kind)
-    except Exception:
-        log.exception("approver email for outbox event %s failed", getattr(event, "pk", None))
+def send(notification: Any) -> None:
+    """Send one approver email notification; raises on any failure (the delivery retries it)."""
+    approval = Approval.objects.filter(pk=notification.approval_id).first()
+    if approval is None:
+        raise LookupError(f"approval {notification.approval_id} does not exist")
+    links = decision_links(approval, notification.user_id) if notification.user_id else None
+    subject, text, html = render(approval, kind=notification.kind, links=links)
+    headers = {NOTIFICATION_HEADER: str(notification.pk)}
+    message = EmailMultiAlternatives(
+        subject, text, settings.DEFAULT_FROM_EMAIL, [notification.recipient], headers=headers
+    )
+    message.attach_alternative(html, "text/html")
+    if get_connection(fail_silently=False).send_messages([message]) != 1:
+        raise RuntimeError("the mail backend sent nothing")
 
 
-def _approval_of(event: Any) -> Approval | None:
-    data = event.data if isinstance(event.data, dict) else {}
-    suspension_id = data.get("suspension_id")
-    if suspension_id:
-        return Approval.objects.filter(pk=suspension_id).first()
-    if event.run_id:
-        return Approval.objects.filter(run_id=event.run_id).order_by("-created_at").first()
-    return None
-
-
-def send_approval_mail(approval: Approval, *, kind: str = "request") -> int:
-    """Mail every approver covering the approval's scope, one message each; returns how many were sent.
-
-    An escalation goes to the approvers covering the parent scope (a top-level
-    scope has none: its own approvers). A backend failure is logged, not raised (0 sent).
-    """
-    scope = scopes.parent(approval.scope) if kind == "escalation" else approval.scope
-    recipients = list(selectors.approvers_covering(scope).values_list("email", flat=True))
-    if not recipients:
-        return 0
-    subject, text, html = render(approval, kind=kind)
-    messages = []
-    for address in recipients:
-        message = EmailMultiAlternatives(subject, text, settings.DEFAULT_FROM_EMAIL, [address])
-        message.attach_alternative(html, "text/html")
-        messages.append(message)
-    try:
-        # One message per approver: no approver learns the others' addresses.
-        return get_connection().send_messages(messages) or 0
-    except Exception:
-        log.exception(
-            "approver email for approval %s failed",
-            approval.pk,
-            extra={"suspension_id": str(approval.pk), "kind": kind, "recipients": len(recipients)},
-        )
-        return 0
+def decision_links(approval: Approval, user_id: int) -> dict[str, str] | None:
+    """The approver's Approve and Deny links at the pause's current version; None once it is no longer open."""
+    if approval.status != ApprovalStatus.PENDING or not Suspension.objects.filter(pk=approval.pk).exists():
+        return None
+    revision = Run.objects.filter(pk=approval.run_id).values_list("revision", flat=True).first()
+    if revision is None:
+        return None
+    return email_links.links(
+        user_id=user_id,
+        approval_id=approval.pk,
+        run_id=approval.run_id,
+        revision=revision,
+        deadline=approval.expires_at,
+        now=timezone.now(),
+    )
 
 
 # -- the message ---------------------------------------------------------------------------
@@ -128,8 +110,12 @@ def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(approval: Approval, *, kind: str = "request") -> tuple[str, str, str]:
-    """(subject, plain text, HTML) of the approver email; the HTML escapes every value."""
+def render(approval: Approval, *, kind: str = "request", links: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """(subject, plain text, HTML) of the approver email; the HTML escapes every value.
+
+    With `links` (an approver's own email) the Approve and Deny links come first: each opens a
+    confirmation page, nothing is decided by opening it.
+    """
     calls = calls_of(approval)
     agent = approval.agent_id or "an agent"
     tools = ", ".join(dict.fromkeys(name for name, _ in calls)) or "a tool"
@@ -140,15 +126,30 @@ def render(approval: Approval, *, kind: str = "request") -> tuple[str, str, str]
     lead = LEADS[kind]
     text_lines = [lead, "", f"Agent: {agent}", f"Scope: {approval.scope}", "Calls:"]
     text_lines += [f"  {name}({arguments})" for name, arguments in calls]
-    text_lines += ["", f"Deadline: {deadline}", f"Approve or deny: {link}", ""]
+    text_lines += ["", f"Deadline: {deadline}"]
+    if links:
+        text_lines += [f"Approve: {links['approve']}", f"Deny: {links['deny']}", f"Open in the console: {link}", ""]
+    else:
+        text_lines += [f"Approve or deny: {link}", ""]
     html = format_html(
-        "<p>{}</p><p>Agent: <b>{}</b><br>Scope: {}</p><p>Calls:</p><ul>{}</ul>"
-        '<p>Deadline: {}</p><p><a href="{}">Approve or deny</a></p>',
+        "<p>{}</p><p>Agent: <b>{}</b><br>Scope: {}</p><p>Calls:</p><ul>{}</ul><p>Deadline: {}</p>{}",
         lead,
         agent,
         approval.scope,
         format_html_join("", "<li><code>{}</code>(<code>{}</code>)</li>", calls),
         deadline,
-        link,
+        _html_links(links, link),
     )
     return subject, "\n".join(text_lines), str(html)
+
+
+def _html_links(links: dict[str, str] | None, console: str) -> str:
+    if not links:
+        return format_html('<p><a href="{}">Approve or deny</a></p>', console)
+    return format_html(
+        '<p><a href="{}"><b>Approve</b></a> &nbsp; <a href="{}"><b>Deny</b></a></p>'
+        '<p>Each link opens a page that asks you to confirm. <a href="{}">Open in the console</a></p>',
+        links["approve"],
+        links["deny"],
+        console,
+    )

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from . import services
 from .observability import heartbeat, metrics
-from .services import delivery, outbox, reminders
+from .services import delivery, notifications, outbox, reminders
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,11 @@ def sweep_expired() -> dict[str, Any]:
 
 @shared_task(name="suspensions.tasks.remind_approvers", ignore_result=True)
 def remind_approvers() -> int:
-    """Mail the one reminder of each approval past 80% of its time to deadline (DESIGN §14); beat, every minute.
+    """Write the one reminder of each approval past 80% of its time to deadline (DESIGN §14); beat, every minute.
 
-    Claims commit before any mail leaves (at most one reminder per approval);
-    two of these at once claim disjoint approvals.
+    Each claim writes its approvals' reminder notifications in its transaction
+    (one reminder per approval and approver); two of these at once claim
+    disjoint approvals. The emails leave from `deliver_notifications`.
     """
     reminded = reminders.send_due_reminders()
     if reminded:
@@ -108,3 +109,25 @@ def webhook_sweep() -> None:
     outbox.fan_out_lost(older_than=LOST_AFTER, max_seconds=settings.WEBHOOK_SWEEP_SECONDS)
     if delivery.has_due():
         deliver_due.apply_async(expires=settings.WEBHOOK_SWEEP_SECONDS)
+
+
+@shared_task(
+    name="suspensions.tasks.deliver_notifications",
+    soft_time_limit=DELIVERY_SOFT_LIMIT,
+    time_limit=DELIVERY_HARD_LIMIT,
+    ignore_result=True,
+)
+def deliver_notifications(ids: list[str]) -> int:
+    """Deliver the due notifications among `ids` (approver emails, Slack messages); enqueued on their commit."""
+    return len(notifications.deliver(ids))
+
+
+@shared_task(
+    name="suspensions.tasks.notification_sweep",
+    soft_time_limit=DELIVERY_SOFT_LIMIT,
+    time_limit=DELIVERY_HARD_LIMIT,
+    ignore_result=True,
+)
+def notification_sweep() -> int:
+    """Beat: deliver due notifications (retries, lost tasks, expired leases) for about one beat interval."""
+    return notifications.deliver_due(max_seconds=settings.WEBHOOK_SWEEP_SECONDS)

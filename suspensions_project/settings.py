@@ -184,7 +184,7 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # run one worker with `-Q celery` and others with `-Q push`.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("push", routing_key="push"))
-_PUSH_TASKS = ("fan_out_outbox", "deliver_messages", "deliver_due")
+_PUSH_TASKS = ("fan_out_outbox", "deliver_messages", "deliver_due", "deliver_notifications", "notification_sweep")
 CELERY_TASK_ROUTES = {f"suspensions.tasks.{name}": {"queue": "push"} for name in _PUSH_TASKS}
 
 # Per token, e.g. "100/min" (s, min, hour, day); empty: no throttle.
@@ -225,6 +225,8 @@ CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default="http://127.0.0.1:8000").
 SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")
 SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
 SLACK_API_URL = env.str("SLACK_API_URL", default="https://slack.com/api/").rstrip("/") + "/"
+# 1: an email's one-click Approve/Deny link asks its approver to sign in first (DESIGN §21); 0: the link is the key.
+EMAIL_LINKS_REQUIRE_LOGIN = env.bool("EMAIL_LINKS_REQUIRE_LOGIN", default=False)
 # How often beat looks for approvals due their one reminder (80% of the time to deadline).
 REMINDER_INTERVAL_SECONDS = env_int("REMINDER_INTERVAL_SECONDS", default=60, minimum=1)
 CELERY_BEAT_SCHEDULE["remind-approvers"] = {
@@ -253,6 +255,12 @@ FAN_OUT_WINDOW_MS = env_int("FAN_OUT_WINDOW_MS", default=50, minimum=0)
 WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", default=10, minimum=1)
 CELERY_BEAT_SCHEDULE["webhook-sweep"] = {
     "task": "suspensions.tasks.webhook_sweep",
+    "schedule": WEBHOOK_SWEEP_SECONDS,
+    "options": {"expires": WEBHOOK_SWEEP_SECONDS},
+}
+# Notifications (approver emails, Slack messages) retry on the webhooks' schedule; beat picks up the due ones.
+CELERY_BEAT_SCHEDULE["notification-sweep"] = {
+    "task": "suspensions.tasks.notification_sweep",
     "schedule": WEBHOOK_SWEEP_SECONDS,
     "options": {"expires": WEBHOOK_SWEEP_SECONDS},
 }

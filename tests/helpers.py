@@ -11,6 +11,8 @@ from suspensions.models import (
     ApprovalVote,
     Event,
     FlowWait,
+    Notification,
+    NotificationRoute,
     OutboxEvent,
     Run,
     Start,
@@ -128,7 +130,18 @@ def snapshot() -> dict[str, Any]:
         ),
         "messages": sorted(WebhookMessage.objects.values_list("id", "status", "next_attempt_at")),
         "outbox": OutboxEvent.objects.count(),
+        "notifications": sorted(Notification.objects.values_list("id", "status", "attempts")),
+        "routes": sorted(NotificationRoute.objects.values_list("id", "active", "target", "event_types")),
     }
+
+
+def notify_all() -> None:
+    """What the workers do, in this process: fan out every undispatched outbox row, deliver every due notification."""
+    from suspensions.services import notifications, outbox
+
+    outbox.fan_out()
+    while notifications.deliver():
+        pass
 
 
 def problem(response: Any, status: int, code: str) -> dict[str, Any]:

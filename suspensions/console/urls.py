@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import approvals, closures, floors, signin, views, webhooks
+from . import act, approvals, closures, floors, signin, views, webhooks
 
 app_name = "console"
 
@@ -12,6 +12,7 @@ urlpatterns = [
     path("approvals/", approvals.inbox, name="inbox"),
     path("approvals/<uuid:pk>/", approvals.approval, name="approval"),
     path("approvals/<uuid:pk>/decide", approvals.decide, name="decide"),
+    path("act/<str:token>", act.act, name="act"),
     path("runs/", views.runs, name="runs"),
     path("runs/<uuid:pk>/", views.run, name="run"),
     path("uncertain/", views.uncertain, name="uncertain"),

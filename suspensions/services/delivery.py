@@ -29,7 +29,6 @@ gets one attempt, then is dead again unless it succeeds.
 """
 
 import logging
-import random
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -45,12 +44,11 @@ from ..clock import db_now
 from ..models import DeliveryAttempt, MessageStatus, WebhookEndpoint, WebhookFormat, WebhookMessage
 from ..observability import metrics
 from . import outbox
+from .retries import COUNTDOWN_LIMIT, retry_wait
 from .sql import push
 
 log = logging.getLogger(__name__)
 
-COUNTDOWN_LIMIT = 300.0
-JITTER = 0.2
 GONE = 410
 # A task delivers the run's next messages itself up to this many, or while this little time has passed, so a
 # long chain (or a slow receiver) does not keep a worker from the other runs' messages; the rest is enqueued.
@@ -191,10 +189,9 @@ def _settle(
     if message.status != MessageStatus.PENDING:
         # Settled by another attempt (a lease that ran out) or by an operator: this failure changes nothing.
         return "stale", {}
-    schedule = settings.WEBHOOK_RETRY_SCHEDULE
-    if number > len(schedule):
+    wait = retry_wait(number)
+    if wait is None:
         return "failed", {"status": MessageStatus.FAILED}
-    wait = schedule[number - 1] * random.uniform(1 - JITTER, 1 + JITTER)
     return "retry", {"next_attempt_at": now + timedelta(seconds=wait)}
 
 

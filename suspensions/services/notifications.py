@@ -1,26 +1,308 @@
 """Notifications as deliveries (DESIGN §14, §21): approver emails and Slack messages, at least once.
 
+Writing: `write_for_events` runs in the outbox fan-out's transaction (beside
+the webhook messages), `write_reminders` in the reminder's claim. Each writes
+its rows with one `bulk_create(ignore_conflicts=True)`: the unique (approval,
+channel, recipient, kind) makes a second fan-out of the same event, or an
+approver who is also a route's address, one notification, not two. The rows'
+delivery is enqueued on commit; a lost enqueue is found by the beat
+(`deliver_due`). Nobody is asked who may not answer: the requester of an
+approval under `exclude_requester` (DESIGN §15) gets no request.
+
+Delivering: `claim` locks due rows FOR UPDATE SKIP LOCKED and leases them
+(WEBHOOK_LEASE_SECONDS) in one short transaction; the sender runs after its
+commit, outside any transaction; `record` settles the row: delivered, or
+tried again on the webhooks' schedule (retries.retry_wait), `failed` after
+the last attempt and kept. A worker that dies mid-send leaves the row leased:
+once the lease is over it is due again (at least once).
+
 Senders: one function per channel, `send(notification) -> None`, raising on
-failure, called outside any transaction. The registry names them by dotted
-path and imports them when a notification is sent: the Slack package
-imports the decide service for its interactions, so importing it here would
-be a cycle (services -> slack -> services).
+failure. The registry names them by dotted path and imports them when a
+notification is sent: the Slack package imports the decide service for its
+interactions, so importing it here would be a cycle (services -> slack -> services).
 """
 
-from collections.abc import Callable
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
+from celery import current_app
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
 from django.utils.module_loading import import_string
 
-from ..models import NotificationChannel
+from .. import scopes, selectors
+from ..clock import db_now
+from ..models import (
+    Approval,
+    ApprovalStatus,
+    EventType,
+    MessageStatus,
+    Notification,
+    NotificationChannel,
+    NotificationKind,
+    NotificationRoute,
+    OutboxEvent,
+)
+from .retries import COUNTDOWN_LIMIT, retry_wait
+
+log = logging.getLogger(__name__)
 
 SENDERS: dict[str, str] = {
     NotificationChannel.EMAIL: "suspensions.notify.send",
     NotificationChannel.SLACK: "suspensions.slack.sender.send",
 }
+# Tasks are enqueued by name: services never import the tasks module (it imports them).
+DELIVER_TASK = "suspensions.tasks.deliver_notifications"
+# The events that ask someone to decide, and the kind of notification each asks with.
+ASKING = {
+    EventType.APPROVAL_REQUESTED.value: NotificationKind.REQUEST,
+    EventType.APPROVAL_ESCALATED.value: NotificationKind.ESCALATION,
+}
+# The events that end an approval: every Slack message that asked is updated with the outcome.
+ENDING = frozenset({EventType.APPROVAL_DECIDED.value, EventType.SUSPENSION_EXPIRED.value})
+# The event types a route may name (empty: all of them).
+ROUTE_EVENT_TYPES = (*ASKING, *sorted(ENDING))
+BATCH = 50
 
 
 def sender_for(channel: str) -> Callable[[Any], None]:
     """The sender of `channel` (KeyError for a channel nobody sends)."""
     sender: Callable[[Any], None] = import_string(SENDERS[channel])
     return sender
+
+
+def slack_configured() -> bool:
+    return bool(getattr(settings, "SLACK_BOT_TOKEN", ""))
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def write_for_events(events: Sequence[OutboxEvent], now: datetime) -> list[Notification]:
+    """The notifications the fan-out's `events` ask for, inserted in its transaction; their delivery on commit."""
+    ids = {str(e.data.get("suspension_id")) for e in events if isinstance(e.data, dict) and e.data.get("suspension_id")}
+    if not ids:
+        return []
+    approvals = {str(a.pk): a for a in Approval.objects.filter(pk__in=ids)}
+    rows: list[Notification] = []
+    for event in events:
+        approval = approvals.get(str(event.data.get("suspension_id"))) if isinstance(event.data, dict) else None
+        if approval is None:
+            continue
+        if event.type in ASKING and approval.status == ApprovalStatus.PENDING:
+            rows += asking(approval, ASKING[event.type], now, event_id=event.id, event_type=event.type)
+        elif event.type in ENDING:
+            rows += slack_updates(approval, now, event_id=event.id)
+    return insert(rows)
+
+
+def write_reminders(approvals: Iterable[Approval], now: datetime) -> list[Notification]:
+    """The reminder emails of claimed approvals, inserted in the claim's transaction; their delivery on commit."""
+    rows = [n for a in approvals for n in asking(a, NotificationKind.REMINDER, now)]
+    return insert(rows)
+
+
+def insert(rows: list[Notification]) -> list[Notification]:
+    """One statement for all the rows (a duplicate is left as it is); the new ones' delivery enqueued on commit."""
+    if not rows:
+        return []
+    Notification.objects.bulk_create(rows, ignore_conflicts=True)
+    enqueue([n.id for n in rows])
+    return rows
+
+
+def asking(
+    approval: Approval, kind: str, now: datetime, *, event_id: int | None = None, event_type: str = ""
+) -> list[Notification]:
+    """One email per approver who may answer, one per matching email route, one Slack post per Slack route.
+
+    An escalation asks the approvers covering the parent scope (DESIGN §15).
+    A reminder goes to the approvers only: routes add channels to events.
+    """
+    scope = scopes.parent(approval.scope) if kind == NotificationKind.ESCALATION else approval.scope
+    people = selectors.approvers_covering(scope)
+    excluded = approval.requester_user_id if approval.exclude_requester else None
+    if excluded is not None:
+        people = people.exclude(pk=excluded)
+    made = _made(approval, kind, now, event_id)
+    rows = [made(NotificationChannel.EMAIL, user.email, user=user) for user in people]
+    if kind == NotificationKind.REMINDER:
+        return rows
+    excluded_email = _email_of(excluded)
+    for route in routes_for(approval.scope, event_type):
+        if route.kind == NotificationChannel.EMAIL and route.target.lower() != excluded_email:
+            rows.append(made(NotificationChannel.EMAIL, route.target, route_id=route.id))
+        elif route.kind == NotificationChannel.SLACK and slack_configured():
+            rows.append(made(NotificationChannel.SLACK, route.target, route_id=route.id))
+    return rows
+
+
+def slack_updates(approval: Approval, now: datetime, *, event_id: int) -> list[Notification]:
+    """One DECIDED Slack notification per channel a Slack message asked in: it updates that message."""
+    asked = Notification.objects.filter(
+        approval_id=approval.pk,
+        channel=NotificationChannel.SLACK,
+        kind__in=[NotificationKind.REQUEST, NotificationKind.ESCALATION],
+    )
+    made = _made(approval, NotificationKind.DECIDED, now, event_id)
+    channels = dict.fromkeys(asked.order_by("created_at").values_list("recipient", flat=True))
+    return [made(NotificationChannel.SLACK, channel) for channel in channels]
+
+
+def _made(approval: Approval, kind: str, now: datetime, event_id: int | None) -> Callable[..., Notification]:
+    def made(channel: str, recipient: str, **fields: Any) -> Notification:
+        n = Notification(
+            approval_id=approval.pk,
+            run_id=approval.run_id,
+            event_id=event_id,
+            channel=channel,
+            kind=kind,
+            recipient=recipient,
+            next_attempt_at=now,
+            created_at=now,
+            **fields,
+        )
+        n.stamp_scope(approval.scope)
+        return n
+
+    return made
+
+
+def _email_of(user_id: int | None) -> str:
+    if user_id is None:
+        return ""
+    from django.contrib.auth import get_user_model
+
+    email = get_user_model().objects.filter(pk=user_id).values_list("email", flat=True).first()
+    return (email or "").lower()
+
+
+def routes_for(scope: str, event_type: str) -> list[NotificationRoute]:
+    """Active routes of `scope` and the scopes above it that want `event_type` (empty types: all), oldest first."""
+    covering = [prefix for prefix in scopes.levels(scope).values() if prefix]
+    routes = NotificationRoute.objects.filter(active=True, scope__in=covering).order_by("created_at")
+    return [r for r in routes if not r.event_types or event_type in r.event_types]
+
+
+def enqueue(ids: Sequence[Any], countdown: float | None = None) -> None:
+    """On commit, one delivery task for these notifications; a lost one is the beat's (`deliver_due`)."""
+
+    def send() -> None:
+        for start in range(0, len(ids), BATCH):
+            current_app.send_task(
+                DELIVER_TASK, args=[[str(i) for i in ids[start : start + BATCH]]], countdown=countdown
+            )
+
+    if ids:
+        # robust: a broker that is down must not undo what the transaction wrote.
+        transaction.on_commit(send, robust=True)
+
+
+# -- delivering --------------------------------------------------------------------------------
+
+
+def due() -> Q:
+    """Pending, its time come, not leased (or its lease over): the notification_due index's rows."""
+    from django.db.models.functions import Now
+
+    return Q(status=MessageStatus.PENDING, next_attempt_at__lte=Now()) & (
+        Q(leased_until__isnull=True) | Q(leased_until__lte=Now())
+    )
+
+
+def claim(ids: Sequence[UUID | str] | None = None, *, limit: int = BATCH) -> list[Notification]:
+    """Lease up to `limit` due notifications (of `ids`, or those due longest); one short committed transaction.
+
+    SKIP LOCKED: a row another worker is claiming is theirs; a leased row is
+    nobody else's until the lease is over.
+    """
+    with transaction.atomic():
+        rows = Notification.objects.select_for_update(skip_locked=True).filter(due())
+        if ids is not None:
+            rows = rows.filter(pk__in=[str(i) for i in ids])
+        claimed = list(rows.order_by("next_attempt_at")[:limit])
+        if claimed:
+            now = db_now()
+            until = now + timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS)
+            Notification.objects.filter(pk__in=[n.pk for n in claimed]).update(leased_until=until)
+    return claimed
+
+
+def send(notification: Notification) -> str:
+    """Send one claimed notification through its channel's sender, outside any transaction; '' or the error."""
+    assert not connection.in_atomic_block, "no network I/O inside a transaction (STYLE 17)"
+    try:
+        sender_for(notification.channel)(notification)
+    except Exception as exc:  # noqa: BLE001 - any failure of a sender is a failed attempt, recorded and retried
+        log.warning("notification %s failed: %s", notification.pk, exc, extra={"notification_id": str(notification.pk)})
+        return f"{type(exc).__name__}: {exc}"[:500] or "failed"
+    return ""
+
+
+def record(notification: Notification, error: str) -> str:
+    """Settle the attempt: delivered, retried later, or failed. A lost connection is reopened and tried again.
+
+    The send has happened: losing its outcome would send it again once the
+    lease is over (the database restarting, or its connections terminated,
+    is what made approver emails go missing or twice before).
+    """
+    for tries in range(3):
+        try:
+            return _record(notification, error)
+        except (OperationalError, InterfaceError):
+            if tries == 2:
+                raise
+            connection.close()
+            time.sleep(0.2 * (tries + 1))
+    raise AssertionError("unreachable")
+
+
+def _record(notification: Notification, error: str) -> str:
+    with transaction.atomic():
+        now = db_now()
+        row = Notification.objects.select_for_update().filter(pk=notification.pk).first()
+        if row is None:
+            return "stale"
+        number = row.attempts + 1
+        fields: dict[str, Any] = {"attempts": number, "leased_until": None}
+        if not error:
+            result = "delivered"
+            fields |= {"status": MessageStatus.DELIVERED, "delivered_at": now, "last_error": ""}
+            fields["slack_ts"] = notification.slack_ts or row.slack_ts
+        else:
+            wait = retry_wait(number)
+            fields["last_error"] = error
+            if wait is None:
+                result, fields["status"] = "failed", MessageStatus.FAILED
+            else:
+                result, fields["next_attempt_at"] = "retry", now + timedelta(seconds=wait)
+                if wait <= COUNTDOWN_LIMIT:
+                    enqueue([row.pk], countdown=wait + 0.05)
+        Notification.objects.filter(pk=row.pk).update(**fields)
+    log.info("notification %s: %s", notification.pk, result, extra={"notification_id": str(notification.pk)})
+    return result
+
+
+def deliver(ids: Sequence[UUID | str] | None = None, *, limit: int = BATCH) -> list[str]:
+    """Claim, send and record the due notifications among `ids` (or the due ones); the outcomes."""
+    return [record(n, send(n)) for n in claim(ids, limit=limit)]
+
+
+def deliver_due(*, max_seconds: float) -> int:
+    """The beat's pass: deliver due notifications, batch by batch, until none is left or `max_seconds` passed."""
+    began, count = time.monotonic(), 0
+    while time.monotonic() - began < max_seconds:
+        outcomes = deliver()
+        count += len(outcomes)
+        if len(outcomes) < BATCH:
+            break
+    return count
+
+
+def has_due() -> bool:
+    return Notification.objects.filter(due()).exists()

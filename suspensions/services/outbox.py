@@ -11,8 +11,9 @@ the ids a process commits within a few milliseconds go in one task
 Fan-out (`fan_out`): locks undispatched rows `FOR UPDATE SKIP LOCKED` (the
 last step of the lock order in services.claims), writes one WebhookMessage
 per active endpoint whose scope covers the event's and whose types want it,
-marks the rows dispatched, commits; then enqueues the messages' delivery and
-calls `notify.on_outbox_event` for each row. No network I/O under the lock.
+writes the approver emails and Slack messages the events ask for
+(services.notifications: notifications are deliveries too), marks the rows
+dispatched, commits; then enqueues the deliveries. No network I/O under the lock.
 Only the first message of each (endpoint, run) in a fan-out is enqueued: the
 later ones could not be claimed before it settles, and its settling hands
 over the next (services.delivery); the beat's pass is the net.
@@ -35,7 +36,7 @@ from django.db import transaction
 from .. import presenters, scopes
 from ..models import Event, OutboxEvent
 from ..models import WebhookMessage as Message
-from . import announce, fan_out_steps, wakeups
+from . import announce, fan_out_steps, notifications, wakeups
 from .sql.rows import Writes
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,6 @@ def fan_out(*, ids: Sequence[int] | None = None, older_than: timedelta | None = 
     is theirs. An event whose run has an earlier undispatched event this call
     does not hold is deferred (enqueued again shortly): the messages of a run
     are created in event order, which the per-run delivery order relies on.
-    Notifies after the commit; a notifier's failure is logged, never raised.
     Its three steps (hold, endpoints, dispatch) are in `fan_out_steps`.
     """
     with transaction.atomic():
@@ -134,10 +134,10 @@ def fan_out(*, ids: Sequence[int] | None = None, older_than: timedelta | None = 
         messages = _messages(ready, now) if ready else []
         if ready:
             fan_out_steps.dispatch(messages, ready, now)
+            notifications.write_for_events(ready, now)
         enqueue_delivery(first_of_each_run(messages))
         if deferred:
             enqueue_fan_out(deferred, countdown=DEFERRED_COUNTDOWN)
-    _notify(ready)
     return FanOut(dispatched=ready, messages=len(messages), deferred=deferred)
 
 
@@ -203,13 +203,3 @@ def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
             message.stamp_scope(endpoint.scope)
             messages.append(message)
     return messages
-
-
-def _notify(events: list[OutboxEvent]) -> None:
-    from .. import notify
-
-    for event in events:
-        try:
-            notify.on_outbox_event(event)
-        except Exception:
-            log.exception("notifying outbox event %s failed", event.id)

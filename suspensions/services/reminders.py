@@ -1,11 +1,12 @@
-"""The one reminder of a pending approval (DESIGN §14): claimed here, mailed by suspensions.notify."""
+"""The one reminder of a pending approval (DESIGN §14): claimed here, its emails written as notifications."""
 
 from django.db import transaction
 from django.db.models import DurationField, ExpressionWrapper, F
 from django.db.models.functions import Now
 
-from .. import notify
+from ..clock import db_now
 from ..models import Approval, ApprovalStatus
+from . import notifications
 
 
 def claim_due_reminders(*, limit: int = 200) -> list[Approval]:
@@ -13,11 +14,12 @@ def claim_due_reminders(*, limit: int = 200) -> list[Approval]:
 
     One short transaction: `SELECT ... FOR UPDATE SKIP LOCKED` on the approval
     rows only (no run lock: a transition resolving one of them waits for this
-    transaction at most), then `reminded_at` set for all of them in one UPDATE.
+    transaction at most), then `reminded_at` set for all of them in one UPDATE
+    and their reminder emails written as notifications, in the same transaction.
     Two beats or workers at once claim disjoint rows, and a claimed row is never
-    claimed again: the reminder goes out at most once, after the commit, by the
-    caller. Approvals without a deadline, or past it (the sweep's), are never due.
-    The database clock decides.
+    claimed again: each approver's reminder is written once and delivered at
+    least once (services.notifications), after the commit. Approvals without
+    a deadline, or past it (the sweep's), are never due. The database clock decides.
     """
     # now >= created_at + 0.8 * (expires_at - created_at), kept in integer
     # arithmetic on intervals.
@@ -37,16 +39,15 @@ def claim_due_reminders(*, limit: int = 200) -> list[Approval]:
         )
         if due:
             Approval.objects.filter(pk__in=[a.pk for a in due]).update(reminded_at=Now())
+            notifications.write_reminders(due, db_now())
     return due
 
 
 def send_due_reminders(*, batch: int = 200) -> int:
-    """Claim and mail every reminder now due, after each claim's commit; returns how many were reminded."""
+    """Claim every reminder now due, batch by batch; returns how many approvals were reminded."""
     reminded = 0
     while True:
         claimed = claim_due_reminders(limit=batch)
-        for approval in claimed:
-            notify.send_approval_mail(approval, kind="reminder")
         reminded += len(claimed)
         if len(claimed) < batch:
             return reminded

@@ -288,15 +288,19 @@ def test_an_event_waits_behind_an_earlier_undispatched_event_of_its_run(monkeypa
     assert list(WebhookMessage.objects.order_by("event_id").values_list("type", flat=True)) == types()
 
 
-def test_every_dispatched_event_is_handed_to_the_approver_notifier_after_commit(monkeypatch):
-    from suspensions import notify
+def test_the_fan_out_writes_the_approver_notifications_with_the_webhook_messages(monkeypatch):
+    from suspensions.models import Notification
+    from tests.helpers import member
 
-    seen = []
     monkeypatch.setattr(outbox, "enqueue_delivery", lambda ids, countdown=None: None)
-    monkeypatch.setattr(notify, "on_outbox_event", lambda event: seen.append(event.type))
-    paused()
+    member("alice", {"acme": ["approver"]}, is_staff=True, email="alice@example.com")
+    make_endpoint("acme")
+    s = paused()
+    assert not Notification.objects.exists()
     outbox.fan_out()
-    assert seen == ["approval.requested"]
+    rows = list(Notification.objects.values_list("approval_id", "channel", "kind", "recipient", "status"))
+    assert rows == [(s.id, "email", "request", "alice@example.com", "pending")]
+    assert WebhookMessage.objects.count() == 1
 
 
 def test_the_beat_fans_out_only_events_whose_task_is_overdue(monkeypatch):
