@@ -3,6 +3,8 @@
 from django.conf import settings
 from slack_sdk import WebClient
 
+from ..services.notifications import slack_configured
+
 # Seconds per Web API call. The interactions endpoint calls Slack too (a modal, an ephemeral answer), and
 # Slack wants its answer within 3 s; a sender's call is bounded so a slow Slack never holds a worker long.
 TIMEOUT = 2
@@ -10,7 +12,7 @@ TIMEOUT = 2
 
 def enabled() -> bool:
     """Slack approvals are on only with both the bot token (to post) and the signing secret (to trust presses)."""
-    return bool(settings.SLACK_BOT_TOKEN and settings.SLACK_SIGNING_SECRET)
+    return slack_configured()
 
 
 def web_client() -> WebClient:
