@@ -4,21 +4,10 @@ import pytest
 
 from suspensions import services
 from suspensions.clock import db_now
-from suspensions.models import (
-    Admission,
-    Approval,
-    ApprovalVote,
-    Event,
-    Notification,
-    NotificationChannel,
-    NotificationKind,
-    OutboxEvent,
-    Run,
-    SlackIdentity,
-)
+from suspensions.models import Approval, Notification, NotificationChannel, NotificationKind, SlackIdentity
 from suspensions.slack import sender
 from tests.factories import principal
-from tests.helpers import call, continuation, member
+from tests.helpers import call, continuation, member, snapshot
 from tests.slack_fake import FakeSlack
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -88,13 +77,5 @@ def posted(fake, approval, channel=CHANNEL):
 
 
 def written():
-    """What a decision or a link would write: compared before and after a refusal."""
-    return {
-        "events": Event.objects.count(),
-        "outbox": OutboxEvent.objects.count(),
-        "votes": ApprovalVote.objects.count(),
-        "admissions": Admission.objects.count(),
-        "identities": sorted(SlackIdentity.objects.values_list("slack_user_id", flat=True)),
-        "approvals": sorted(Approval.objects.values_list("status", flat=True)),
-        "runs": sorted(Run.objects.values_list("state", "revision")),
-    }
+    """Everything a refusal must leave untouched (tests.helpers.snapshot), and the Slack links."""
+    return {**snapshot(), "identities": sorted(SlackIdentity.objects.values_list("slack_user_id", "user_id"))}
