@@ -18,11 +18,11 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from tests.push.receivers import free_port
+from tests.push.receivers import free_port, serve, shut
 
 INTERACTIONS_PATH = "/integrations/slack/interactions"
 
@@ -110,17 +110,12 @@ class FakeSlack:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        ThreadingHTTPServer.allow_reuse_address = True
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(self.port, Handler)
         return self
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
+        shut(self.server)
+        self.server = None
 
 
 def signed_headers(body: str, secret: str, timestamp: int | None = None) -> dict[str, str]:
