@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from .. import strictjson
 from ..models import Approval, ApprovalStatus
 from ..notify import calls_of, console_link, deadline_text, truncate
 from ..presenters import slack_escape
@@ -51,7 +52,7 @@ def button_value(approval: Approval, run_revision: int) -> str:
 
 def parse_value(value: str) -> Pressed:
     """The button's value back; ValueError (or KeyError, TypeError) when it is not one of ours."""
-    data = json.loads(value)
+    data = strictjson.loads(value)
     return Pressed(UUID(data["approval"]), UUID(data["run_id"]), int(data["revision"]))
 
 

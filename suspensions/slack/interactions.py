@@ -25,7 +25,6 @@ transaction; a decided message is updated later, from Celery, by the
 DECIDED notification the decision's fan-out writes.
 """
 
-import json
 import logging
 from typing import Any
 
@@ -36,7 +35,7 @@ from django.views.decorators.http import require_POST
 from slack_sdk.errors import SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
-from .. import services
+from .. import services, strictjson
 from ..exceptions import (
     InvalidRequest,
     NotFound,
@@ -67,7 +66,7 @@ def interactions(request: HttpRequest) -> HttpResponse:
     if not _signed(request):
         return _problem(Unauthenticated("not a request signed by Slack in the last five minutes"))
     try:
-        payload = json.loads(request.POST["payload"])
+        payload = strictjson.loads(request.POST["payload"])
         if not isinstance(payload, dict):
             raise ValueError("payload is not an object")
         if payload.get("type") == "block_actions":
@@ -124,7 +123,7 @@ def on_submission(payload: Press) -> HttpResponse:
     view = payload["view"]
     if view.get("callback_id") != blocks.DENY_MODAL:
         return HttpResponse(status=200)
-    metadata = json.loads(view["private_metadata"])
+    metadata = strictjson.loads(view["private_metadata"])
     pressed = blocks.parse_value(str(metadata["value"]))
     reason = str(view["state"]["values"][blocks.REASON][blocks.REASON].get("value") or "")
     slack_user = str(payload["user"]["id"])

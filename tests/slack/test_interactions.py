@@ -4,6 +4,7 @@ import json
 import time
 
 import pytest
+from django.test import Client
 
 from suspensions import services
 from suspensions.models import Admission, Approval, ApprovalVote, Run, SlackIdentity
@@ -328,3 +329,55 @@ def test_the_endpoint_is_404_while_slack_is_not_configured(client, settings):
     )
 
     assert response.status_code == 404
+
+
+BAD_IDS = '{"approval": "x", "run_id": "y", "revision": 1}'
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda p: p.update(actions=[]), id="no action"),
+        pytest.param(lambda p: p.update(user="UALICE"), id="user not an object"),
+        pytest.param(lambda p: p["actions"][0].update(value=["a list"]), id="value not text"),
+        pytest.param(lambda p: p["actions"][0].update(value='{"approval": 1, "approval": 2}'), id="duplicate keys"),
+        pytest.param(lambda p: p["actions"][0].update(value="[" * 5000 + "]" * 5000), id="nested too deep"),
+        pytest.param(
+            lambda p: p["actions"][0].update(value='{"approval": "x", "run_id": "y", "revision": 1}'), id="ids"
+        ),
+        pytest.param(lambda p: p.update(type="view_submission", view={"callback_id": "deny"}), id="no metadata"),
+    ],
+)
+def test_a_signed_payload_we_did_not_send_is_400_never_a_500_and_writes_nothing(client, slack, spoil):
+    approver("alice", "UALICE")
+    payload = button_press(posted(slack, request_approval()), "approve", "UALICE")
+    spoil(payload)
+    before = written()
+
+    response = post_interaction(client, payload, SECRET)
+
+    assert response.status_code == 400
+    assert written() == before
+
+
+def test_slack_needs_no_csrf_token(slack):
+    approver("alice", "UALICE")
+    approval = request_approval()
+    payload = button_press(posted(slack, approval), "approve", "UALICE")
+
+    response = post_interaction(Client(enforce_csrf_checks=True), payload, SECRET)
+
+    assert response.status_code == 200
+    assert Approval.objects.get(pk=approval.pk).status == "approved"
+
+
+def test_the_open_button_is_a_link_and_its_press_changes_nothing(client, slack):
+    approver("alice", "UALICE")
+    payload = button_press(posted(slack, request_approval()), "open", "UALICE")
+    before = written()
+
+    response = post_interaction(client, payload, SECRET)
+
+    assert response.status_code == 200
+    assert written() == before
+    assert slack.of("chat.postEphemeral") == []

@@ -132,3 +132,12 @@ def deny(approval, reason):
     console = principal("user:carol", "acme", "approver")
     services.decide(principal=console, suspension_id=approval.pk, version=version, decision="deny", reason=reason)
     approval.refresh_from_db()
+
+
+def test_an_escalation_is_posted_as_one(slack):
+    approval = request_approval()
+
+    sender.send(slack_request(approval, kind=NotificationKind.ESCALATION))
+
+    [message] = slack.of("chat.postMessage")
+    assert message.args["blocks"][0]["text"]["text"] == "Escalated: approval needed"
