@@ -114,6 +114,20 @@ def test_a_slack_retry_of_the_same_press_decides_once(client, slack):
     assert ephemerals(slack, "UALICE") == ["You approved it: the run goes on.", "Your approval was already recorded."]
 
 
+def test_a_retried_vote_short_of_the_quorum_is_recorded_once(client, slack):
+    approver("alice", "UALICE")
+    approval = request_approval(quorum=2)
+    payload = button_press(posted(slack, approval), "approve", "UALICE")
+
+    post_interaction(client, payload, SECRET)
+    after_first = written()
+    post_interaction(client, payload, SECRET)
+
+    assert written() == after_first
+    assert ApprovalVote.objects.filter(suspension_id=approval.pk).count() == 1
+    assert ephemerals(slack, "UALICE")[1] == "Your vote was already recorded: 1 of 2 approvals."
+
+
 def test_a_retried_denial_from_the_modal_denies_once(client, slack):
     approver("alice", "UALICE")
     approval = request_approval()
@@ -268,6 +282,18 @@ def test_an_approver_found_by_slack_email_decides_and_is_linked(client, slack):
 
     assert Approval.objects.get(pk=approval.pk).decided_by == "user:bob"
     assert SlackIdentity.objects.get(slack_user_id="UBOB").user == bob
+
+
+def test_once_linked_by_email_the_next_press_needs_no_lookup(client, slack):
+    approver("bob", email="bob@example.com")
+    slack.emails["UBOB"] = "bob@example.com"
+    first, second = request_approval(), request_approval()
+    press(client, slack, posted(slack, first), "approve", "UBOB")
+
+    press(client, slack, posted(slack, second, channel="C0OTHER"), "approve", "UBOB")
+
+    assert Approval.objects.get(pk=second.pk).decided_by == "user:bob"
+    assert len(slack.of("users.info")) == 1
 
 
 def test_an_email_match_without_the_approver_role_links_nobody(client, slack):
