@@ -22,6 +22,7 @@ from .models import (
     ClosureReceipt,
     EventType,
     ExpiryReceipt,
+    NotificationRoute,
     OutboxEvent,
     Run,
     RunState,
@@ -331,6 +332,21 @@ def webhook_endpoint(endpoint: WebhookEndpoint) -> dict[str, Any]:
         "created_by": endpoint.created_by,
         "created_at": digests.rfc3339(endpoint.created_at),
         "previous_secret_expires_at": digests.rfc3339(endpoint.previous_secret_expires_at),
+    }
+
+
+def notification_route(route: NotificationRoute) -> dict[str, Any]:
+    """A notification route as operators read it (DESIGN §21)."""
+    return {
+        "id": str(route.id),
+        "scope": route.scope,
+        "kind": route.kind,
+        "target": route.target,
+        "event_types": list(route.event_types),
+        "active": route.active,
+        "description": route.description,
+        "created_by": route.created_by,
+        "created_at": digests.rfc3339(route.created_at),
     }
 
 

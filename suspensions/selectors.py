@@ -16,6 +16,8 @@ from .models import (
     DeliveryAttempt,
     Event,
     ExpiryReceipt,
+    Notification,
+    NotificationRoute,
     Reason,
     Role,
     Run,
@@ -173,6 +175,16 @@ def webhook_endpoints(principal: Principal) -> QuerySet[WebhookEndpoint]:
     and deliveries are configuration of the operators' side.
     """
     return WebhookEndpoint.objects.filter(principal.scope_q(Role.OPERATOR))
+
+
+def notification_routes(principal: Principal) -> QuerySet[NotificationRoute]:
+    """Routes in scopes where the principal is an operator: configuration, like webhook endpoints."""
+    return NotificationRoute.objects.filter(principal.scope_q(Role.OPERATOR))
+
+
+def notifications(principal: Principal) -> QuerySet[Notification]:
+    """Notifications (approver emails, Slack messages) in scopes where the principal is an operator."""
+    return Notification.objects.filter(principal.scope_q(Role.OPERATOR))
 
 
 def webhook_messages(principal: Principal, endpoint_id: Any) -> QuerySet[WebhookMessage]:

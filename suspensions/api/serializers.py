@@ -8,7 +8,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .. import policies
-from ..models import Reason, WebhookFormat
+from ..models import NotificationChannel, Reason, WebhookFormat
+from ..services.notifications import ROUTE_EVENT_TYPES
 from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
 from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr
 
@@ -322,6 +323,30 @@ class CreateWebhook(Strict):
         required=False,
         default=WebhookFormat.STANDARD,
         help_text="`standard`: signed Standard Webhooks JSON; `slack`: an unsigned Slack incoming-webhook message.",
+    )
+    description = StrictStr(max_length=500, required=False, allow_blank=True, default="")
+
+
+# -- notification routes (DESIGN §21) ---------------------------------------------------------
+
+
+class CreateNotificationRoute(Strict):
+    """A new route; `scope` may be left out by a principal that is an operator in exactly one scope."""
+
+    scope = StrictStr(max_length=192, required=False, help_text="May be left out by an operator in exactly one scope.")
+    kind = serializers.ChoiceField(
+        choices=NotificationChannel.choices, help_text="`email`: an address; `slack`: a Slack channel."
+    )
+    target = StrictStr(
+        max_length=320,
+        trim_whitespace=False,
+        help_text="An email address for `email`; a Slack channel id (C0123ABC, not its #name) for `slack`.",
+    )
+    event_types = serializers.ListField(
+        child=serializers.ChoiceField(choices=ROUTE_EVENT_TYPES),
+        required=False,
+        default=list,
+        help_text="The approval events to be told of; empty or absent: all of them.",
     )
     description = StrictStr(max_length=500, required=False, allow_blank=True, default="")
 

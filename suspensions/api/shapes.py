@@ -8,7 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from .. import presenters
-from ..models import WebhookFormat
+from ..models import NotificationChannel, WebhookFormat
 
 
 class RunOut(serializers.Serializer):
@@ -287,6 +287,23 @@ class WebhookEndpointOut(serializers.Serializer):
 
 class WebhookEndpointSecretOut(WebhookEndpointOut):
     secret = serializers.CharField(help_text="The signing secret `whsec_<base64>`: shown in this answer only.")
+
+
+# -- notification routes (DESIGN §21) ---------------------------------------------------------
+
+
+class NotificationRouteOut(serializers.Serializer):
+    """Where a scope's approval events are also told: an email address or a Slack channel."""
+
+    id = serializers.UUIDField()
+    scope = serializers.CharField()
+    kind = serializers.ChoiceField(choices=NotificationChannel.choices)
+    target = serializers.CharField(help_text="An email address, or a Slack channel id.")
+    event_types = serializers.ListField(child=serializers.CharField(), help_text="Empty: every approval event.")
+    active = serializers.BooleanField()
+    description = serializers.CharField()
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
 
 
 # -- approval floors (issue 32, docs/policies.md "Floors") -------------------------------------

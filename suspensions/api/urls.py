@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import approvals, closures, discovery, floors, flows, receipts, views, webhooks
+from . import approvals, closures, discovery, floors, flows, notification_routes, receipts, views, webhooks
 
 urlpatterns = [
     path("runs", views.RunList.as_view(), name="runs"),
@@ -39,5 +39,21 @@ urlpatterns = [
         "webhooks/<uuid:pk>/messages/<uuid:message_id>/redeliver",
         webhooks.RedeliverMessage.as_view(),
         name="webhook-message-redeliver",
+    ),
+    path("notification-routes", notification_routes.NotificationRouteList.as_view(), name="notification-routes"),
+    path(
+        "notification-routes/<uuid:pk>",
+        notification_routes.NotificationRouteDetail.as_view(),
+        name="notification-route",
+    ),
+    path(
+        "notification-routes/<uuid:pk>/disable",
+        notification_routes.DisableNotificationRoute.as_view(),
+        name="notification-route-disable",
+    ),
+    path(
+        "notification-routes/<uuid:pk>/enable",
+        notification_routes.EnableNotificationRoute.as_view(),
+        name="notification-route-enable",
     ),
 ]

@@ -23,6 +23,7 @@ from ..clock import db_now
 from ..exceptions import Forbidden, InvalidRequest, NotFound
 from ..models import ApprovalFloor, Role
 from ..principals import Principal
+from .webhooks import operator_scope
 from .webhooks import require_operator as require_operator  # the webhooks' rule: operators only
 
 log = logging.getLogger("suspensions.floors")
@@ -125,11 +126,7 @@ def create_floor(*, principal: Principal, scope: str | None, **values: Any) -> A
     scope where the principal is not an operator (403), before writing.
     """
     require_operator(principal)
-    if scope is None:
-        held = principal.scopes_with(Role.OPERATOR)
-        if len(held) != 1:
-            raise InvalidRequest("scope is required", errors={"scope": ["Name the scope of the floor."]})
-        scope = held[0]
+    scope = operator_scope(principal, scope, "floor")
     if not isinstance(scope, str) or not scopes.is_valid(scope):
         raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
     checked = {**DEFAULTS, **check_values(values)}

@@ -86,13 +86,13 @@ def _url_problem(url: Any) -> str:
     return ""
 
 
-def check_event_types(event_types: Any) -> list[str]:
-    """Known types, each once; an empty list means every type."""
+def check_event_types(event_types: Any, known: tuple[str, ...] = EVENT_TYPES) -> list[str]:
+    """Types among `known`, each once; an empty list means every type."""
     if not isinstance(event_types, list) or not all(isinstance(t, str) for t in event_types):
         raise InvalidRequest("event_types must be a list of strings", errors={"event_types": ["Expected a list."]})
-    unknown = [t for t in event_types if t not in EVENT_TYPES]
+    unknown = [t for t in event_types if t not in known]
     if unknown:
-        detail = f"Unknown event types: {', '.join(unknown)}. Known: {', '.join(EVENT_TYPES)}."
+        detail = f"Unknown event types: {', '.join(unknown)}. Known: {', '.join(known)}."
         raise InvalidRequest("event_types names an unknown type", errors={"event_types": [detail]})
     if len(set(event_types)) != len(event_types):
         raise InvalidRequest("event_types repeats a type", errors={"event_types": ["Name each type once."]})
@@ -115,6 +115,16 @@ def require_operator(principal: Principal) -> None:
     """403 for a principal that is an operator nowhere: the webhook routes are theirs alone."""
     if not principal.superuser and not principal.scopes_with(Role.OPERATOR):
         raise Forbidden("the 'operator' role is required")
+
+
+def operator_scope(principal: Principal, scope: str | None, what: str) -> str:
+    """`scope`, or without one the one scope where the principal is an operator (400 when that is not one)."""
+    if scope is None:
+        held = principal.scopes_with(Role.OPERATOR)
+        if len(held) != 1:
+            raise InvalidRequest("scope is required", errors={"scope": [f"Name the scope of the {what}."]})
+        scope = held[0]
+    return scope
 
 
 def endpoint_of(principal: Principal, endpoint_id: UUID | str, *, lock: bool = False) -> WebhookEndpoint:
@@ -147,11 +157,7 @@ def create_endpoint(
     second endpoint with its own secret.
     """
     require_operator(principal)
-    if scope is None:
-        held = principal.scopes_with(Role.OPERATOR)
-        if len(held) != 1:
-            raise InvalidRequest("scope is required", errors={"scope": ["Name the scope of the endpoint."]})
-        scope = held[0]
+    scope = operator_scope(principal, scope, "endpoint")
     types = _check_fields(scope, url, event_types, format, description)
     if not principal.can(Role.OPERATOR, scope):
         raise Forbidden(f"the 'operator' role is required in scope '{scope}'")

@@ -257,6 +257,11 @@ class World:
         self.ids[v.WEBHOOK_ID] = self.made("operator", "/api/v1/webhooks", body)["id"]
         return self
 
+    def route(self) -> "World":
+        body = {"kind": "email", "target": "oncall@example.com"}
+        self.ids[v.ROUTE_ID] = self.made("operator", "/api/v1/notification-routes", body)["id"]
+        return self
+
     def floor(self) -> "World":
         self.ids[v.FLOOR_ID] = self.made("operator", "/api/v1/approval-floors", {"quorum": 2})["id"]
         return self
@@ -277,6 +282,7 @@ class World:
     def path(self, template: str) -> str:
         kind = {"runs": v.RUN_ID, "approvals": v.SUSPENSION_ID, "suspensions": v.SUSPENSION_ID}
         kind |= {"admissions": v.ADMISSION_ID, "webhooks": v.WEBHOOK_ID, "approval-floors": v.FLOOR_ID}
+        kind["notification-routes"] = v.ROUTE_ID
         first = template.split("/")[3]
         names = {"{id}": kind.get(first, ""), "{suspension_id}": v.SUSPENSION_ID, "{message_id}": v.MESSAGE_ID}
         return self.filled(re.sub(r"\{[a-z_]+\}", lambda m: names[m.group(0)], template))
@@ -325,6 +331,12 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "test_webhook": World.webhook,
     "list_webhook_messages": World.message,
     "redeliver_webhook_message": World.message,
+    "create_notification_route": lambda w: w,
+    "list_notification_routes": World.route,
+    "get_notification_route": World.route,
+    "delete_notification_route": World.route,
+    "disable_notification_route": World.route,
+    "enable_notification_route": World.route,
 }
 # Operations without a request example are called as they are: a GET, or a POST without a body.
 CALLS = [

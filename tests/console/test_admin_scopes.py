@@ -31,6 +31,8 @@ from suspensions.models import (
     ExpiryReceipt,
     FlowWait,
     Membership,
+    Notification,
+    NotificationRoute,
     OutboxEvent,
     Run,
     SlackIdentity,
@@ -262,6 +264,35 @@ def build_vote(scope: str) -> ApprovalVote:
     )
 
 
+def build_route(scope: str) -> NotificationRoute:
+    return stamped(
+        NotificationRoute,
+        scope,
+        kind="email",
+        target=f"oncall@{scope.replace('/', '-')}.example.com",
+        created_by=f"token:ops-{scope}",
+        created_at=timezone.now(),
+    )
+
+
+def build_notification(scope: str) -> Notification:
+    now = timezone.now()
+    return stamped(
+        Notification,
+        scope,
+        approval_id=uuid.uuid4(),
+        run_id=uuid.uuid4(),
+        channel="email",
+        kind="request",
+        recipient=f"approver@{scope.replace('/', '-')}.example.com",
+        status="failed",
+        attempts=3,
+        last_error="SMTPServerDisconnected: gone",
+        next_attempt_at=now,
+        created_at=now,
+    )
+
+
 BUILDERS: dict[Any, Callable[[str], Any]] = {
     Run: build_run,
     Suspension: build_suspension,
@@ -279,6 +310,8 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
     ApprovalFloor: build_floor,
     WebhookMessage: build_message,
     OutboxEvent: build_outbox,
+    NotificationRoute: build_route,
+    Notification: build_notification,
 }
 
 

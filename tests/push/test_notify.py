@@ -396,3 +396,17 @@ def route(scope, kind, target, **fields):
     made.stamp_scope(scope)
     made.save(force_insert=True)
     return made
+
+
+def test_the_readmes_grep_finds_the_approve_link_in_the_file_backends_mail(settings, tmp_path):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    settings.EMAIL_FILE_PATH = str(tmp_path)
+    alice = member("alice", {"acme": ["approver"]}, is_staff=True, email="alice@example.com")
+    approval = request_approval(arguments=json.dumps({"note": "é" * 400}))  # non-ASCII, long: still one line
+
+    notify_all()
+
+    text = "".join(p.read_text() for p in tmp_path.glob("*.log"))
+    (line,) = re.findall(r"^Approve: (\S+)$", text, re.M)
+    cap = email_links.read(line.rsplit("/", 1)[1])
+    assert (cap.user_id, cap.approval_id, cap.decision) == (alice.pk, approval.pk, "approve")

@@ -45,6 +45,11 @@ TAGS = [
         "name": "webhooks",
         "description": "Push instead of polling: endpoints, signed deliveries, tests and redeliveries (operator).",
     },
+    {
+        "name": "notification routes",
+        "description": "Where a scope's approvals are also announced: an email address or a Slack channel, beside "
+        "the approvers' own emails (operator).",
+    },
 ]
 TAG_NAMES = frozenset(tag["name"] for tag in TAGS)
 

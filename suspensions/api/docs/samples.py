@@ -15,6 +15,7 @@ ADMISSION_ID = "01a22e4f-5e9f-71ea-966d-27b48316a991"
 WEBHOOK_ID = "01a22e4f-351f-71a9-8405-e222bcbd535d"
 MESSAGE_ID = "01a22e4f-fe52-7465-a848-1b61f2b249eb"
 FLOOR_ID = "01a22e4f-2c4d-7b1e-9a3f-5e6d7c8b9a01"
+ROUTE_ID = "01a22e4f-3e7a-7c2d-8b4f-6a7b8c9d0e12"
 REQUEST_DIGEST = "cd0632817fe245e8251cff92427ec750e126c8afb4bdaecbf0fef127ab164c42"
 SUSPENSION_DIGEST = "8ebee46803a6ae06b950f356fba0a175a7e9b2b1e353ee8a840cef71fbf546b0"
 START_DIGEST = "7a1afae4c9a7f0d5a0e3d1b9f6c2e8a4b5d7c3e1f9a2b4c6d8e0f1a3b5c7d9e2"
@@ -267,6 +268,21 @@ def endpoint(**fields: Any) -> dict[str, Any]:
         "created_by": OPERATOR,
         "created_at": AT,
         "previous_secret_expires_at": None,
+        **fields,
+    }
+
+
+def route(**fields: Any) -> dict[str, Any]:
+    return {
+        "id": ROUTE_ID,
+        "scope": "demo",
+        "kind": "email",
+        "target": "oncall@example.com",
+        "event_types": [],
+        "active": True,
+        "description": "the on-call inbox",
+        "created_by": OPERATOR,
+        "created_at": AT,
         **fields,
     }
 

@@ -1,0 +1,78 @@
+"""Notification routes over HTTP (DESIGN §21): the operator's routes, shaped and scoped like the webhooks'.
+
+Every write is one service call (services/notification_routes.py); a refusal
+is the service's problem+json and writes nothing.
+"""
+
+from typing import Any
+from uuid import UUID
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import generics
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import presenters, selectors
+from ..models import NotificationRoute
+from ..services import notification_routes as routes
+from . import docs, shapes
+from . import serializers as s
+from .authentication import principal_of
+from .views import validated
+
+ONE = {200: shapes.NotificationRouteOut}
+
+
+@extend_schema_view(get=extend_schema(**docs.operation("list_notification_routes", ok=ONE)))
+class NotificationRouteList(generics.ListAPIView):
+    """The routes of the caller's operator scopes, newest first (403 without the role anywhere)."""
+
+    serializer_class = shapes.NotificationRouteOut
+
+    def get_queryset(self) -> QuerySet[NotificationRoute]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
+            return NotificationRoute.objects.none()
+        principal = principal_of(self.request)
+        routes.require_operator(principal)
+        return selectors.notification_routes(principal)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([presenters.notification_route(r) for r in page or []])
+
+    @extend_schema(
+        **docs.operation(
+            "create_notification_route", request=s.CreateNotificationRoute, ok={201: shapes.NotificationRouteOut}
+        )
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(s.CreateNotificationRoute, request)
+        route = routes.create_route(principal=principal_of(request), **{"scope": None, **data})
+        return Response(presenters.notification_route(route), status=201)
+
+
+class NotificationRouteDetail(APIView):
+    @extend_schema(**docs.operation("get_notification_route", ok=ONE))
+    def get(self, request: Request, pk: UUID) -> Response:
+        return Response(presenters.notification_route(routes.route_of(principal_of(request), pk)))
+
+    @extend_schema(**docs.operation("delete_notification_route", ok=ONE))
+    def delete(self, request: Request, pk: UUID) -> Response:
+        route = routes.delete_route(principal=principal_of(request), route_id=pk)
+        return Response(presenters.notification_route(route))
+
+
+class DisableNotificationRoute(APIView):
+    @extend_schema(**docs.operation("disable_notification_route", ok=ONE))
+    def post(self, request: Request, pk: UUID) -> Response:
+        route = routes.set_active(principal=principal_of(request), route_id=pk, active=False)
+        return Response(presenters.notification_route(route))
+
+
+class EnableNotificationRoute(APIView):
+    @extend_schema(**docs.operation("enable_notification_route", ok=ONE))
+    def post(self, request: Request, pk: UUID) -> Response:
+        route = routes.set_active(principal=principal_of(request), route_id=pk, active=True)
+        return Response(presenters.notification_route(route))
