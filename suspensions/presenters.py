@@ -419,16 +419,16 @@ def slack_text(event: OutboxEvent) -> str:
         deadline = d.get("deadline") or "no deadline"
         link = f"{base}/console/approvals/{d.get('suspension_id')}/"
         text = (
-            f"Approval needed: {_esc(d.get('agent_id') or 'an agent')} wants to call {_esc(tools)} "
-            f"in {_esc(event.scope)}. Deadline: {deadline}."
+            f"Approval needed: {slack_escape(d.get('agent_id') or 'an agent')} wants to call {slack_escape(tools)} "
+            f"in {slack_escape(event.scope)}. Deadline: {deadline}."
         )
         return f"{text} <{link}|Approve or deny>"
     link = f"{base}/console/runs/{d.get('run_id')}/"
-    detail = f" ({d['decision']} by {_esc(d.get('decided_by', ''))})" if "decision" in d else ""
-    text = f"{event.type}{detail}: run {d.get('run_id')} in {_esc(event.scope)} is {d.get('state', '?')}."
+    detail = f" ({d['decision']} by {slack_escape(d.get('decided_by', ''))})" if "decision" in d else ""
+    text = f"{event.type}{detail}: run {d.get('run_id')} in {slack_escape(event.scope)} is {d.get('state', '?')}."
     return f"{text} <{link}|Open the run>"
 
 
-def _esc(text: str) -> str:
+def slack_escape(text: str) -> str:
     # Slack's control characters: engine-supplied names must not become links or mentions.
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

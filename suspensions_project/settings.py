@@ -220,6 +220,11 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="suspensions@localhos
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", default=10, minimum=1)
 # The public origin of the console, for links that leave the site (emails, Slack messages).
 CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# Slack approvals (DESIGN §21): on only with both the bot token (xoxb-...) and the app's signing secret.
+# SLACK_API_URL moves the Web API's base (the tests point it at a local fake).
+SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")
+SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
+SLACK_API_URL = env.str("SLACK_API_URL", default="https://slack.com/api/").rstrip("/") + "/"
 # 1: an email's one-click Approve/Deny link asks its approver to sign in first (DESIGN §21); 0: the link is the key.
 EMAIL_LINKS_REQUIRE_LOGIN = env.bool("EMAIL_LINKS_REQUIRE_LOGIN", default=False)
 # How often beat looks for approvals due their one reminder (80% of the time to deadline).

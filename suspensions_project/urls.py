@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from suspensions import health
 from suspensions.api.errors import unknown_api_path
 from suspensions.observability import views as observability_views
+from suspensions.slack.interactions import interactions as slack_interactions
 
 handler404 = "suspensions.api.errors.not_found"
 handler500 = "suspensions.api.errors.server_error"
@@ -22,6 +23,8 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", observability_views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
+    # Slack's Interactivity request URL (DESIGN §21): signed by Slack, outside /api/ and its tokens.
+    path("integrations/slack/interactions", slack_interactions, name="slack-interactions"),
     path("console/", include("suspensions.console.urls")),
     path("", RedirectView.as_view(pattern_name="console:dashboard", permanent=False)),
 ]

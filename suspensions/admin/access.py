@@ -1,4 +1,4 @@
-"""Tokens and memberships (written by superusers only), users and groups (superusers only)."""
+"""Tokens and memberships (written by superusers only); users, groups and Slack identities (superusers only)."""
 
 from typing import Any
 
@@ -14,6 +14,7 @@ from ..models import (
     ApiToken,
     Membership,
     Role,
+    SlackIdentity,
 )
 from ..principals import STAFF_ROLES
 from ..tokens import create_token
@@ -149,6 +150,24 @@ class MembershipAdmin(ScopedAdmin):
 
     def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
         obj.stamp_scope(form.cleaned_data["scope"])
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(SlackIdentity)
+class SlackIdentityAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
+    """Which Slack member acts as which user (DESIGN §21): superusers link, correct or remove them.
+
+    Superusers only, like users: a staff user who could link their own Slack id to
+    another account would decide approvals in that person's name.
+    """
+
+    list_display = ("slack_user_id", "user", "linked_by", "linked_at")
+    search_fields = ("slack_user_id", "user__username", "user__email")
+    autocomplete_fields = ("user",)
+    readonly_fields = ("linked_by", "linked_at")
+
+    def save_model(self, request: HttpRequest, obj: SlackIdentity, form: Any, change: bool) -> None:
+        obj.linked_by = f"user:{request.user.get_username()}"
         super().save_model(request, obj, form, change)
 
 

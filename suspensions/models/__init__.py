@@ -13,6 +13,7 @@ from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
 from .floors import ApprovalFloor
 from .notifications import Notification, NotificationChannel, NotificationKind, NotificationRoute
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
+from .slack import SlackIdentity
 
 __all__ = [
     "TERMINAL_STATES",
@@ -43,6 +44,7 @@ __all__ = [
     "Run",
     "RunState",
     "Scoped",
+    "SlackIdentity",
     "Start",
     "Suspension",
     "SweepHeartbeat",

@@ -81,7 +81,8 @@ def sender_for(channel: str) -> Callable[[Any], None]:
 
 
 def slack_configured() -> bool:
-    return bool(getattr(settings, "SLACK_BOT_TOKEN", ""))
+    """Slack is on only with both the bot token (to post) and the signing secret (to trust its presses)."""
+    return bool(settings.SLACK_BOT_TOKEN and settings.SLACK_SIGNING_SECRET)
 
 
 # -- writing -----------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from suspensions.models import (
     NotificationRoute,
     OutboxEvent,
     Run,
+    SlackIdentity,
     Start,
     Suspension,
     WebhookEndpoint,
@@ -45,9 +46,9 @@ from suspensions.tokens import create_token
 from tests.helpers import member
 
 REGISTERED = list(admin.site._registry)
-# Users and groups carry no scope: only superusers see them (a staff user
-# allowed to edit users could make itself a superuser).
-SUPERUSER_ONLY = [User, Group]
+# Users, groups and Slack identities carry no scope: only superusers see them (a staff user
+# allowed to edit users could make itself a superuser; one linking Slack ids could act as someone else).
+SUPERUSER_ONLY = [User, Group, SlackIdentity]
 SCOPED = [m for m in REGISTERED if m not in SUPERUSER_ONLY]
 
 

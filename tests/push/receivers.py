@@ -57,18 +57,13 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        ThreadingHTTPServer.allow_reuse_address = True
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(self.port, Handler)
         return self
 
     def stop(self) -> None:
         self.released.set()
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
+        shut(self.server)
+        self.server = None
 
     def verified(self, secret: str) -> list[Any]:
         """Every request's body, each checked with the standardwebhooks library (raises on a bad signature)."""
@@ -76,6 +71,21 @@ class Receiver:
 
     def ids(self) -> list[str]:
         return [r.headers["webhook-id"] for r in self.requests]
+
+
+def serve(port: int, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """A threaded HTTP server on 127.0.0.1:`port`, serving from a daemon thread until `shut`."""
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def shut(server: ThreadingHTTPServer | None) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
 
 
 def free_port() -> int:

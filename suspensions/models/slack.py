@@ -1,0 +1,25 @@
+"""Who a Slack user is here (DESIGN §21): a person's Slack member id, linked once."""
+
+from django.conf import settings
+from django.db import models
+
+
+class SlackIdentity(models.Model):
+    """A user's Slack member id (`U0123ABC`), so a button press in Slack acts as that user.
+
+    Linked by a superuser in the admin, or by the first press of someone whose
+    Slack email matches their account's (users.info) and who may decide that
+    approval. No scope: the grants stay the user's memberships, as in the console.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="slack_identity")
+    slack_user_id = models.CharField(max_length=32, unique=True, help_text="The Slack member id, like U0123ABC.")
+    # "email" when a press linked it by the Slack profile's address, else who linked it in the admin.
+    linked_by = models.CharField(max_length=200, blank=True)
+    linked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "Slack identities"
+
+    def __str__(self) -> str:
+        return f"{self.slack_user_id} is {self.user}"
