@@ -121,6 +121,7 @@ def suspension_body(s: Suspension) -> dict[str, Any]:
         "expires_at": digests.rfc3339(s.expires_at),
         "created_at": digests.rfc3339(s.created_at),
         "correlation_id": s.correlation_id or None,
+        "engine_version": s.engine_version or None,
     }
 
 
@@ -165,6 +166,21 @@ def claimed_body(claimed: Any) -> dict[str, Any]:
             body["results"] = claimed.results
         elif claimed.admission is not None:
             body["input"] = claimed.admission.input
+    return body
+
+
+def early_result_body(kept: Any) -> dict[str, Any]:
+    """A kept early result (services.Kept); with the resume it completed, when it was the last one missing."""
+    early = kept.early
+    body: dict[str, Any] = {
+        "run_id": str(early.run_id),
+        "call_id": early.call_id,
+        "digest": early.digest,
+        "expires_at": digests.rfc3339(early.expires_at),
+        "fresh": kept.fresh,
+    }
+    if kept.resume is not None:
+        body["resume"] = claimed_body(kept.resume)
     return body
 
 

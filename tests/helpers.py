@@ -9,6 +9,7 @@ from suspensions.models import (
     Admission,
     Approval,
     ApprovalVote,
+    EarlyResult,
     Event,
     FlowWait,
     OutboxEvent,
@@ -128,6 +129,8 @@ def snapshot() -> dict[str, Any]:
         ),
         "messages": sorted(WebhookMessage.objects.values_list("id", "status", "next_attempt_at")),
         "outbox": OutboxEvent.objects.count(),
+        "early_results": sorted(EarlyResult.objects.values_list("id", "suspension_id", "digest", "expires_at")),
+        "runs_with_early_results": Run.objects.filter(has_early_results=True).count(),
     }
 
 
