@@ -34,7 +34,7 @@ from ..exceptions import (
     VersionConflict,
     VersionDrift,
 )
-from ..models import Admission, Approval, ApprovalStatus, Event, Run, Start, Suspension
+from ..models import Admission, Approval, ApprovalStatus, Event, Run, RunState, Start, Suspension
 from ..observability import logs, metrics
 from ..principals import Principal
 from . import outbox
@@ -96,6 +96,13 @@ def lock_run(principal: Principal, run_id: UUID | str) -> Locked:
     if found is None:
         raise NotFound(f"run {run_id} not found")
     run, live, now = found
+    if live is None and run.state == RunState.PAUSED:
+        # We waited for the lock while another transaction paused the run: PostgreSQL hands us the run
+        # as that transaction left it, but the joined pause as the statement's snapshot saw it (none).
+        # A paused run always has its pause, so it is read again, now committed. Only a door that can
+        # race a pause meets this (an early result, DESIGN §22): no one else knows a pause before it exists.
+        live = Suspension.objects.filter(run_id=run.id).first()
+        run._state.fields_cache["suspension"] = live
     return Locked(principal=principal, run=run, live=live, now=now)
 
 
