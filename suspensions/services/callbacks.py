@@ -27,7 +27,7 @@ from ..models import Suspension
 from ..observability import metrics
 from ..principals import Principal
 from .claiming import through
-from .claims import Claimed, Locked, Version, bounded_input
+from .claims import Claimed, Locked, Version
 from .resumes import OneShot
 
 SALT = "suspensions.callback"
@@ -98,12 +98,5 @@ def resume_by_callback(
     grant = grant_of(token)
     if version.run_id != grant.run_id:
         raise NotFound("no such callback")
-    door = CallbackResume(
-        version=version,
-        input_text=bounded_input(results),
-        results=results,
-        engine_version=engine_version,
-        accept_drift=accept_drift,
-        grant=grant,
-    )
+    door = CallbackResume.asked(version, results, engine_version=engine_version, accept_drift=accept_drift, grant=grant)
     return through(door, principal=CALLER, run_id=grant.run_id)

@@ -5,7 +5,7 @@ Each is a door of the one claim path (claiming.through).
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 from uuid import UUID
 
 from .. import selectors
@@ -47,6 +47,11 @@ class OneShot(AdmissionDoor):
     role = Role.ENGINE
     door = "one_shot"
 
+    @classmethod
+    def asked(cls, version: Version, results: list[dict[str, Any]], **more: Any) -> Self:
+        """The door of one resume body: the results and their retained input (413 past the bound), and `more`."""
+        return cls(version=version, input_text=bounded_input(results), results=results, **more)
+
     def replayed(self, t: Locked, existing: Admission) -> Claimed:
         start = Start.objects.filter(admission_id=existing.id).first()
         return Claimed(run=t.run, admission=existing, start=start, fresh=False)
@@ -84,13 +89,7 @@ def resume_run(
     version drift (DESIGN §22) is refused unless `accept_drift`.
     """
     version.require_run(run_id)
-    door = OneShot(
-        version=version,
-        input_text=bounded_input(results),
-        results=results,
-        engine_version=engine_version,
-        accept_drift=accept_drift,
-    )
+    door = OneShot.asked(version, results, engine_version=engine_version, accept_drift=accept_drift)
     return through(door, principal=principal, run_id=run_id)
 
 

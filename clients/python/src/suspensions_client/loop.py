@@ -104,17 +104,8 @@ def pause_for_approval(
     the Claimed of the last start), whose revision it uses. `engine_version`:
     a start from another version then raises `VersionDrift` unless it accepts it.
     """
-    pending = [pending_call(call) for call in calls]
-    return suspend(
-        run,
-        reason="approval",
-        pending=pending,
-        continuation=continuation,
-        revision=revision,
-        ttl_seconds=ttl_seconds,
-        approval=approval,
-        engine_version=engine_version,
-    )
+    options = {"ttl_seconds": ttl_seconds, "approval": approval, "engine_version": engine_version}
+    return paused("approval", run, calls, continuation, revision=revision, **options)
 
 
 def pause_for_tools(
@@ -137,17 +128,19 @@ def pause_for_tools(
     `callback=True` gives `pause.callback_url`, which a third party may POST
     the resume body to without a token. `engine_version` arms the drift guard.
     """
-    pending = [pending_call(call) for call in calls]
-    return suspend(
-        run,
-        reason="external_tool",
-        pending=pending,
-        continuation=continuation,
-        revision=revision,
-        ttl_seconds=ttl_seconds,
-        engine_version=engine_version,
-        callback=callback,
-    )
+    options = {"ttl_seconds": ttl_seconds, "engine_version": engine_version, "callback": callback}
+    return paused("external_tool", run, calls, continuation, revision=revision, **options)
+
+
+def paused(
+    reason: str,
+    run: RunRef,
+    calls: Sequence[PendingCall | Mapping[str, Any]],
+    continuation: Mapping[str, Any],
+    **options: Any,
+) -> Call[Suspension]:
+    """The loop helpers' suspend: `calls` for the wire (`pending_call`), the rest as `suspend` takes it."""
+    return suspend(run, reason=reason, pending=[pending_call(c) for c in calls], continuation=continuation, **options)
 
 
 def wait_for_admission(
