@@ -1,4 +1,5 @@
-"""Runs, pauses, approvals and their votes, admissions, starts, receipts, events, flow waits: read-only."""
+"""Runs, pauses, approvals and their votes, admissions, starts, receipts, early results, events, flow waits:
+read-only."""
 
 from django.contrib import admin
 from django.utils.html import format_html
@@ -8,6 +9,7 @@ from ..models import (
     Approval,
     ApprovalVote,
     ClosureReceipt,
+    EarlyResult,
     Event,
     ExpiryReceipt,
     FlowWait,
@@ -112,6 +114,16 @@ class ClosureReceiptAdmin(ReadOnlyAdmin):
     list_filter = ("scope_l1",)
     search_fields = ("run_id__exact", "suspension_id__exact", "digest", "request_digest", "actor")
     date_hierarchy = "closed_at"
+
+
+@admin.register(EarlyResult)
+class EarlyResultAdmin(ReadOnlyAdmin):
+    """Tool results kept before their pause (DESIGN §22); `suspension_id` is the pause a resume used them for."""
+
+    list_display = ("id", "run_id", "call_id", "scope", "suspension_id", "created_at", "expires_at")
+    list_filter = ("scope_l1",)
+    search_fields = ("run_id__exact", "call_id", "digest", "suspension_id__exact")
+    date_hierarchy = "created_at"
 
 
 @admin.register(Event)
