@@ -169,6 +169,23 @@ def claimed_body(claimed: Any) -> dict[str, Any]:
     return body
 
 
+def paused_body(paused: Any, callback_url: str | None = None) -> dict[str, Any]:
+    """The answer to a pause (services.Paused): the pause, its callback URL, the resume its early results made.
+
+    A pause resumed at once is shown as it was stored (`run_state` paused, the
+    `run_revision` of its claim version), so that `{run_id, id, run_revision}`
+    stays its claim version; `resume` says where the run is now.
+    """
+    body = suspension_detail(paused.suspension)
+    if callback_url is not None:
+        body["callback_url"] = callback_url
+    if paused.resume is not None:
+        body["run_revision"] = paused.resume.admission.version_revision
+        body["run_state"] = "paused"
+        body["resume"] = claimed_body(paused.resume)
+    return body
+
+
 def early_result_body(kept: Any) -> dict[str, Any]:
     """A kept early result (services.Kept); with the resume it completed, when it was the last one missing."""
     early = kept.early

@@ -219,9 +219,9 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="suspensions@localhos
 # A slow mail server must not hold a worker for minutes (Django's default is no timeout).
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", default=10, minimum=1)
 # The public origin of the console, for links that leave the site (emails, Slack messages).
-CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
-# The origin of a pause's callback URL (DESIGN §22): CONSOLE_BASE_URL when it is set, else the request's own host.
-CALLBACK_BASE_URL = env.str("CONSOLE_BASE_URL", default="").rstrip("/")
+# A pause's callback URL (DESIGN §22) uses it too, unless it is left at this default: then the request's own host.
+CONSOLE_BASE_URL_DEFAULT = "http://127.0.0.1:8000"
+CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default=CONSOLE_BASE_URL_DEFAULT).rstrip("/")
 # How often beat looks for approvals due their one reminder (80% of the time to deadline).
 REMINDER_INTERVAL_SECONDS = env_int("REMINDER_INTERVAL_SECONDS", default=60, minimum=1)
 CELERY_BEAT_SCHEDULE["remind-approvers"] = {

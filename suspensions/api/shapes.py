@@ -142,7 +142,7 @@ class PausedOut(SuspensionOut):
     resume = ClaimedOut(
         required=False,
         help_text="When early results answered every pending call: the one-shot resume's own answer; the run is "
-        "where that resume left it.",
+        "where that resume left it (the pause's own `run_revision` and `run_state` are as it was stored).",
     )
 
 

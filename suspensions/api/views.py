@@ -97,9 +97,13 @@ class RunEvents(generics.ListAPIView):
 
 
 def callback_url(request: Request, suspension: Suspension) -> str:
-    """The pause's callback URL (DESIGN §22): on CALLBACK_BASE_URL when set, else on the request's own host."""
+    """The pause's callback URL (DESIGN §22): on CONSOLE_BASE_URL when it is set, else on the request's own host.
+
+    Its built-in default names a laptop's `make run`, no deployment: left at it, the host asked is the better guess.
+    """
     path = reverse("callback", kwargs={"token": services.callback_token(suspension)})
-    return f"{settings.CALLBACK_BASE_URL}{path}" if settings.CALLBACK_BASE_URL else request.build_absolute_uri(path)
+    base = settings.CONSOLE_BASE_URL
+    return request.build_absolute_uri(path) if base == settings.CONSOLE_BASE_URL_DEFAULT else f"{base}{path}"
 
 
 class Suspend(APIView):
@@ -119,12 +123,8 @@ class Suspend(APIView):
             approval=raw.get("approval"),
             engine_version=data.get("engine_version", ""),
         )
-        body = presenters.suspension_detail(paused.suspension)
-        if data.get("callback"):
-            body["callback_url"] = callback_url(request, paused.suspension)
-        if paused.resume is not None:
-            body["resume"] = presenters.claimed_body(paused.resume)
-        return Response(body, status=201)
+        url = callback_url(request, paused.suspension) if data.get("callback") else None
+        return Response(presenters.paused_body(paused, url), status=201)
 
 
 class Resume(APIView):

@@ -39,7 +39,7 @@ def test_a_pause_that_asks_gets_a_callback_url_on_the_requests_host(engine):
 
 
 def test_the_callback_url_names_the_configured_public_origin(engine, settings):
-    settings.CALLBACK_BASE_URL = "https://susp.example.com"
+    settings.CONSOLE_BASE_URL = "https://susp.example.com"
     s = paused_with_callback(engine)
     assert s["callback_url"].startswith("https://susp.example.com/api/v1/callbacks/")
 

@@ -117,8 +117,9 @@ def test_a_pause_whose_calls_all_have_early_results_is_resumed_in_the_same_trans
     assert resumed["results"] == [{"call_id": "c1", "content": {"a": 1}}, {"call_id": "c2", "content": {"b": 2}}]
     assert resumed["suspension"]["id"] == body["id"] and resumed["start"]["suspension_id"] == body["id"]
     assert resumed["admission"]["version"] == {"run_id": run["id"], "suspension_id": body["id"], "run_revision": 2}
-    assert (body["run_state"], body["run_revision"]) == ("running", 3)
+    assert (body["run_state"], body["run_revision"]) == ("paused", 2)  # the pause as stored: its claim version
     assert (resumed["run_state"], resumed["run_revision"]) == ("running", 3)
+    assert Run.objects.get(pk=run["id"]).revision == 3
     assert kinds(run["id"]) == ["registered", "suspended", "admitted", "started"]
     assert not Suspension.objects.filter(run_id=run["id"]).exists()
     assert Admission.objects.get(run_id=run["id"]).source == "one_shot"
@@ -129,11 +130,11 @@ def test_the_engines_own_identical_resume_afterwards_is_a_replay(engine):
     run = register(engine)
     keep(engine, run["id"], content="done")
     pause_body = suspend(engine, run).json()
-    again = resume(engine, {**pause_body, "run_revision": 2}, [{"call_id": "c1", "content": "done"}])
+    again = resume(engine, pause_body, [{"call_id": "c1", "content": "done"}])
     assert again.status_code == 200, again.content
     assert again.json()["fresh"] is False
     assert again.json()["admission"]["id"] == pause_body["resume"]["admission"]["id"]
-    other = resume(engine, {**pause_body, "run_revision": 2}, [{"call_id": "c1", "content": "else"}])
+    other = resume(engine, pause_body, [{"call_id": "c1", "content": "else"}])
     problem(other, 409, "admission_conflict")
 
 

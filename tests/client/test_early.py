@@ -18,8 +18,8 @@ def test_early_results_resume_the_pause_that_the_loop_helper_stores(engine):
     assert isinstance(pause, Suspension) and pause.engine_version == "engine-1"
     assert isinstance(pause.resume, Claimed) and pause.resume.fresh
     assert pause.resume.results == [{"call_id": "c1", "content": {"rows": 1}}]
-    assert (pause.run_state, pause.resume.run_revision) == ("running", 3)
-    replay = engine.resume(pause.resume.admission.version, pause.resume.results)
+    assert (pause.run_state, pause.run_revision, pause.resume.run_revision) == ("paused", 2, 3)
+    replay = engine.resume(pause, pause.resume.results)
     assert replay.fresh is False and replay.admission.id == pause.resume.admission.id
     engine.complete(pause.resume)
     assert Run.objects.get(pk=run.id).state == "completed"

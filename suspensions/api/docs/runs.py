@@ -238,8 +238,8 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
             "paused and resumed by its early results",
             {
                 **v.pause(),
-                "run_revision": 3,
-                "run_state": "running",
+                "run_revision": 2,
+                "run_state": "paused",
                 "resume": v.claimed(v.admission(), start=v.START, suspension=v.pause(), results=[EARLY]),
             },
             201,
