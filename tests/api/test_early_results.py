@@ -95,6 +95,12 @@ def test_a_finished_run_takes_no_early_result(engine):
     refused(lambda: keep(engine, run["id"]), 409, "invalid_state")
 
 
+def test_a_content_over_the_input_bound_is_refused(engine, settings):
+    run = register(engine)
+    oversized = "x" * settings.MAX_INPUT_BYTES  # its JSON encoding adds the quotes: two bytes over
+    refused(lambda: keep(engine, run["id"], content=oversized), 413, "input_too_large")
+
+
 def test_a_null_content_is_a_result_like_any_other(engine):
     run = register(engine)
     keep(engine, run["id"], content=None)

@@ -121,7 +121,6 @@ OPERATIONS = {
             400: ("invalid_request",),
             404: ("not_found",),
             409: (STALE, "admission_conflict", "not_suspended", "version_drift"),
-            410: ("suspension_expired",),
             413: ("input_too_large", "request_too_large"),
             422: ("results_mismatch",),
         },
