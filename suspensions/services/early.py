@@ -52,7 +52,7 @@ def waiting_for(t: Locked, live: Suspension | None) -> list[str] | None:
     A flow wait is resumed only through its own door; a pause past its
     deadline belongs to the sweeper.
     """
-    if live is None or live.reason != Reason.EXTERNAL_TOOL or live.correlation_id:
+    if live is None or t.run.state != RunState.PAUSED or live.reason != Reason.EXTERNAL_TOOL or live.correlation_id:
         return None
     if live.expires_at is not None and live.expires_at <= t.now:
         return None
@@ -63,21 +63,6 @@ def usable(run_id: UUID, call_ids: list[str], now: datetime) -> dict[str, EarlyR
     """The unused, unexpired early results of `run_id` for `call_ids`, by call id (under the run lock)."""
     rows = EarlyResult.objects.filter(run_id=run_id, call_id__in=call_ids, suspension_id=None, expires_at__gt=now)
     return {row.call_id: row for row in rows}
-
-
-def completing(call_ids: list[str], rows: dict[str, EarlyResult]) -> tuple[list[dict[str, Any]], str] | None:
-    """The one-shot results (pending order) and their retained input when `rows` cover every call; else None.
-
-    Results whose encoding passes the input bound are left for the engine's
-    own resume, which answers its 413.
-    """
-    if not call_ids or any(call_id not in rows for call_id in call_ids):
-        return None
-    results = [{"call_id": call_id, "content": json.loads(rows[call_id].content)} for call_id in call_ids]
-    try:
-        return results, bounded_input(results)
-    except InputTooLarge:
-        return None
 
 
 @dataclass
@@ -102,12 +87,20 @@ class Completion:
         return claimed
 
 
-def completion(call_ids: list[str] | None, rows: dict[str, EarlyResult]) -> Completion | None:
-    found = completing(call_ids or [], rows)
-    if found is None:
+def completion(call_ids: list[str], rows: dict[str, EarlyResult]) -> Completion | None:
+    """The resume `rows` complete when they answer every call of `call_ids` (in pending order); else None.
+
+    Results whose encoding exceeds the input bound are left for the engine's
+    own resume, which answers its 413.
+    """
+    if not call_ids or any(call_id not in rows for call_id in call_ids):
         return None
-    results, input_text = found
-    return Completion(rows=[rows[call_id] for call_id in call_ids or []], results=results, input_text=input_text)
+    results = [{"call_id": call_id, "content": json.loads(rows[call_id].content)} for call_id in call_ids]
+    try:
+        input_text = bounded_input(results)
+    except InputTooLarge:
+        return None
+    return Completion(rows=[rows[call_id] for call_id in call_ids], results=results, input_text=input_text)
 
 
 def on_pause(t: Locked, pending: list[dict[str, Any]], reason: str) -> Completion | None:
