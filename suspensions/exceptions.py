@@ -119,6 +119,12 @@ class WrongGate(ServiceError):
     status, code, title = 409, "wrong_gate", "The correlation nonce does not match the parked wait"
 
 
+class VersionDrift(ServiceError):
+    """The engine that resumes or starts is not the one that paused (DESIGN §22); `accept_drift` goes on."""
+
+    status, code, title = 409, "version_drift", "The engine version differs from the one that paused"
+
+
 class SuspensionExpired(ServiceError):
     status, code, title = 410, "suspension_expired", "The pause passed its deadline"
 

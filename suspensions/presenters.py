@@ -122,6 +122,7 @@ def suspension_body(s: Suspension) -> dict[str, Any]:
         "expires_at": digests.rfc3339(s.expires_at),
         "created_at": digests.rfc3339(s.created_at),
         "correlation_id": s.correlation_id or None,
+        "engine_version": s.engine_version or None,
     }
 
 
@@ -166,6 +167,38 @@ def claimed_body(claimed: Any) -> dict[str, Any]:
             body["results"] = claimed.results
         elif claimed.admission is not None:
             body["input"] = claimed.admission.input
+    return body
+
+
+def paused_body(paused: Any, callback_url: str | None = None) -> dict[str, Any]:
+    """The answer to a pause (services.Paused): the pause, its callback URL, the resume its early results made.
+
+    A pause resumed at once is shown as it was stored (`run_state` paused, the
+    `run_revision` of its claim version), so that `{run_id, id, run_revision}`
+    stays its claim version; `resume` says where the run is now.
+    """
+    body = suspension_detail(paused.suspension)
+    if callback_url is not None:
+        body["callback_url"] = callback_url
+    if paused.resume is not None:
+        body["run_revision"] = paused.resume.admission.version_revision
+        body["run_state"] = "paused"
+        body["resume"] = claimed_body(paused.resume)
+    return body
+
+
+def early_result_body(kept: Any) -> dict[str, Any]:
+    """A kept early result (services.Kept); with the resume it completed, when it was the last one missing."""
+    early = kept.early
+    body: dict[str, Any] = {
+        "run_id": str(early.run_id),
+        "call_id": early.call_id,
+        "digest": early.digest,
+        "expires_at": digests.rfc3339(early.expires_at),
+        "fresh": kept.fresh,
+    }
+    if kept.resume is not None:
+        body["resume"] = claimed_body(kept.resume)
     return body
 
 

@@ -219,7 +219,9 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="suspensions@localhos
 # A slow mail server must not hold a worker for minutes (Django's default is no timeout).
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", default=10, minimum=1)
 # The public origin of the console, for links that leave the site (emails, Slack messages).
-CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# A pause's callback URL (DESIGN §22) uses it too, unless it is left at this default: then the request's own host.
+CONSOLE_BASE_URL_DEFAULT = "http://127.0.0.1:8000"
+CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default=CONSOLE_BASE_URL_DEFAULT).rstrip("/")
 # Slack approvals (DESIGN §21): on only with both the bot token (xoxb-...) and the app's signing secret.
 # SLACK_API_URL moves the Web API's base (the tests point it at a local fake).
 SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")

@@ -9,6 +9,7 @@ from suspensions.models import (
     Admission,
     Approval,
     ApprovalVote,
+    EarlyResult,
     Event,
     FlowWait,
     Notification,
@@ -132,6 +133,8 @@ def snapshot() -> dict[str, Any]:
         "outbox": OutboxEvent.objects.count(),
         "notifications": sorted(Notification.objects.values_list("id", "status", "attempts")),
         "routes": sorted(NotificationRoute.objects.values_list("id", "active", "target", "event_types")),
+        "early_results": sorted(EarlyResult.objects.values_list("id", "suspension_id", "digest", "expires_at")),
+        "runs_with_early_results": Run.objects.filter(has_early_results=True).count(),
     }
 
 

@@ -1,4 +1,5 @@
-"""Runs, pauses, approvals and their votes, admissions, starts, receipts, events, flow waits: read-only."""
+"""Runs, pauses, approvals and their votes, admissions, starts, receipts, early results, events, flow waits:
+read-only."""
 
 from typing import Any
 
@@ -12,6 +13,7 @@ from ..models import (
     Approval,
     ApprovalVote,
     ClosureReceipt,
+    EarlyResult,
     Event,
     ExpiryReceipt,
     FlowWait,
@@ -145,6 +147,16 @@ class ClosureReceiptAdmin(ReadOnlyAdmin):
     date_hierarchy = "closed_at"
     shown_as = {"request": "request_json"}
     request_json = json_column("request", "Request (indented here; the digest covers the bytes as sent)")
+
+
+@admin.register(EarlyResult)
+class EarlyResultAdmin(ReadOnlyAdmin):
+    """Tool results kept before their pause (DESIGN §22); `suspension_id` is the pause a resume used them for."""
+
+    list_display = ("id", "run_id", "call_id", "scope", "suspension_id", "created_at", "expires_at")
+    list_filter = ("scope_l1",)
+    search_fields = ("run_id__exact", "call_id", "digest", "suspension_id__exact")
+    date_hierarchy = "created_at"
 
 
 @admin.register(Event)

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from .. import policies
 from ..models import NotificationChannel, Reason, WebhookFormat
+from ..services.early import MAX_TTL as EARLY_MAX_TTL
 from ..services.notifications import ROUTE_EVENT_TYPES
 from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
 from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr
@@ -192,11 +193,25 @@ class Suspend(Strict):
     continuation = Continuation()
     ttl_seconds = StrictInt(required=False, min_value=0, max_value=MAX_TTL)
     approval = ApprovalPolicy(required=False, help_text="Approval pauses: quorum, separation of duties, on expiry.")
+    engine_version = StrictStr(
+        required=False,
+        max_length=200,
+        trim_whitespace=False,
+        help_text="Your engine's version (opaque, 1 to 200 characters): a resume or start from another version "
+        "is refused with `version_drift` unless it sends `accept_drift: true`.",
+    )
+    callback = StrictBool(
+        required=False,
+        help_text="true: the answer holds a `callback_url` that resumes this pause with the one-shot resume body "
+        "and no token, until its deadline.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         ids = [call["id"] for call in attrs["pending"]]
         if len(set(ids)) != len(ids):
             raise serializers.ValidationError({"pending": ["Pending call ids must be unique."]})
+        if attrs.get("callback") and attrs["reason"] != Reason.EXTERNAL_TOOL:
+            raise serializers.ValidationError({"callback": ["A callback URL resumes only external_tool pauses."]})
         if attrs["reason"] != Reason.APPROVAL:
             if "approval" in attrs:
                 raise serializers.ValidationError({"approval": ["A policy is only for approval pauses."]})
@@ -246,7 +261,22 @@ class Result(Strict):
         return data  # kept as sent: the digest binds the exact results
 
 
-class Resume(Strict):
+class DriftGuard(Strict):
+    """The version-drift guard of a resume or start (DESIGN §22); not part of the request digest."""
+
+    engine_version = StrictStr(
+        required=False,
+        max_length=200,
+        trim_whitespace=False,
+        help_text="Your engine's version; when the pause holds another one, the call is `version_drift` (409) "
+        "unless `accept_drift` is true.",
+    )
+    accept_drift = StrictBool(
+        required=False, help_text="Go on despite a version drift; the event records it with both versions."
+    )
+
+
+class Resume(DriftGuard):
     version = ClaimVersion()
     results = serializers.ListField(
         child=Result(),
@@ -255,12 +285,25 @@ class Resume(Strict):
     )
 
 
+class KeepEarlyResult(Strict):
+    """A tool result that may come before its pause (DESIGN §22)."""
+
+    call_id = StrictStr(max_length=200, help_text="The id the pending call will have.")
+    content = AnyJSON(allow_null=True, help_text="What the tool returned: any JSON, as in a one-shot resume.")
+    ttl_seconds = StrictInt(
+        required=False,
+        min_value=1,
+        max_value=EARLY_MAX_TTL,
+        help_text=f"How long it is kept unused: 1 to {EARLY_MAX_TTL} seconds; absent: 3600.",
+    )
+
+
 class Revision(Strict):
     revision = StrictInt(min_value=1, help_text="The run's current revision; after a claim, its `claimed_revision`.")
 
 
-class Start(Strict):
-    """A start carries no fields: no body, `null` or `{}`."""
+class Start(DriftGuard):
+    """A start carries no fields but the drift guard's: no body, `null`, `{}`, or `{engine_version, accept_drift}`."""
 
 
 class Fail(Strict):

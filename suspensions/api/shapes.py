@@ -76,6 +76,7 @@ class SuspensionOut(serializers.Serializer):
     expires_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     correlation_id = serializers.CharField(allow_null=True)
+    engine_version = serializers.CharField(allow_null=True, help_text="The engine's version when it paused, if given.")
     run_revision = serializers.IntegerField(required=False)
     run_state = serializers.CharField(required=False)
 
@@ -130,6 +131,33 @@ class ClaimedOut(serializers.Serializer):
     suspension = SuspensionOut(required=False)
     results = serializers.ListField(child=serializers.JSONField(), required=False)
     input = serializers.CharField(required=False)
+
+
+class PausedOut(SuspensionOut):
+    """The answer to a pause: the pause, its callback URL when asked, the resume its early results completed."""
+
+    callback_url = serializers.CharField(
+        required=False, help_text="With `callback: true`: POST the one-shot resume body here, with no token."
+    )
+    resume = ClaimedOut(
+        required=False,
+        help_text="When early results answered every pending call: the one-shot resume's own answer; the run is "
+        "where that resume left it (the pause's own `run_revision` and `run_state` are as it was stored).",
+    )
+
+
+class EarlyOut(serializers.Serializer):
+    """A kept early result (DESIGN §22)."""
+
+    run_id = serializers.UUIDField()
+    call_id = serializers.CharField()
+    digest = serializers.CharField(help_text="SHA-256 of the canonical JSON of `{run_id, call_id, content}`.")
+    expires_at = serializers.DateTimeField()
+    fresh = serializers.BooleanField(help_text="False when this was the same result again.")
+    resume = ClaimedOut(
+        required=False,
+        help_text="When this was the last result a live pause waited for: the one-shot resume's own answer.",
+    )
 
 
 class DecisionHeadOut(serializers.Serializer):
@@ -382,6 +410,10 @@ class Problem(serializers.Serializer):
         required=False, help_text="`closure_conflict`: the digest of the request that closed the run."
     )
     receipt = StartReceiptOut(required=False, help_text="`resume_already_started`: the start receipt.")
+    engine_version = serializers.CharField(required=False, help_text="`version_drift`: the version you sent.")
+    pause_engine_version = serializers.CharField(
+        required=False, help_text="`version_drift`: the version the pause was stored with."
+    )
     version = VersionOut(required=False, help_text="`version_conflict` of a closure: the version to close.")
     unknown = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="`results_mismatch`: call ids no pending call has."

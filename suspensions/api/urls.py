@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import approvals, closures, discovery, floors, flows, notification_routes, receipts, views, webhooks
+from . import approvals, callbacks, closures, discovery, floors, flows, notification_routes, receipts, views, webhooks
 
 urlpatterns = [
     path("runs", views.RunList.as_view(), name="runs"),
@@ -11,6 +11,8 @@ urlpatterns = [
     path("runs/<uuid:pk>/complete", views.Complete.as_view(), name="run-complete"),
     path("runs/<uuid:pk>/fail", views.Fail.as_view(), name="run-fail"),
     path("runs/<uuid:pk>/cancel", views.Cancel.as_view(), name="run-cancel"),
+    path("runs/<uuid:pk>/early-results", callbacks.EarlyResults.as_view(), name="run-early-results"),
+    path("callbacks/<str:token>", callbacks.Callback.as_view(), name="callback"),
     path("runs/<uuid:pk>/admissions", views.RunAdmissions.as_view(), name="run-admissions"),
     path("runs/<uuid:pk>/admissions/latest", views.LatestAdmission.as_view(), name="run-admission-latest"),
     path("suspensions", views.SuspensionList.as_view(), name="suspensions"),

@@ -3,7 +3,9 @@
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db.models import F, QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
 from rest_framework import generics, serializers
 from rest_framework.request import Request
@@ -43,6 +45,11 @@ def validated(serializer_class: type[serializers.Serializer], request: Request) 
 def version_of(data: dict[str, Any]) -> services.Version:
     v = data["version"]
     return services.Version(run_id=v["run_id"], suspension_id=v["suspension_id"], run_revision=v["run_revision"])
+
+
+def drift_guard(data: dict[str, Any]) -> dict[str, Any]:
+    """The version-drift guard's fields of a resume or start body (DESIGN §22), as the services take them."""
+    return {"engine_version": data.get("engine_version"), "accept_drift": data.get("accept_drift", False)}
 
 
 def created(body: dict[str, Any], fresh: bool) -> Response:
@@ -89,13 +96,23 @@ class RunEvents(generics.ListAPIView):
         return selectors.events(principal).filter(run_id=self.kwargs["pk"])
 
 
+def callback_url(request: Request, suspension: Suspension) -> str:
+    """The pause's callback URL (DESIGN §22): on CONSOLE_BASE_URL when it is set, else on the request's own host.
+
+    Its built-in default names a laptop's `make run`, no deployment: left at it, the host asked is the better guess.
+    """
+    path = reverse("callback", kwargs={"token": services.callback_token(suspension)})
+    base = settings.CONSOLE_BASE_URL
+    return request.build_absolute_uri(path) if base == settings.CONSOLE_BASE_URL_DEFAULT else f"{base}{path}"
+
+
 class Suspend(APIView):
-    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: shapes.SuspensionOut}))
+    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: shapes.PausedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Suspend, request)
         raw = request.data
         # Stored as given: the raw objects, not DRF's re-shaped copy.
-        suspension = services.suspend_run(
+        paused = services.pause_run(
             principal=principal_of(request),
             run_id=pk,
             revision=data["revision"],
@@ -104,8 +121,10 @@ class Suspend(APIView):
             continuation=raw["continuation"],
             ttl_seconds=data.get("ttl_seconds"),
             approval=raw.get("approval"),
+            engine_version=data.get("engine_version", ""),
         )
-        return Response(presenters.suspension_detail(suspension), status=201)
+        url = callback_url(request, paused.suspension) if data.get("callback") else None
+        return Response(presenters.paused_body(paused, url), status=201)
 
 
 class Resume(APIView):
@@ -113,7 +132,11 @@ class Resume(APIView):
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Resume, request)
         claimed = services.resume_run(
-            principal=principal_of(request), run_id=pk, version=version_of(data), results=data["results"]
+            principal=principal_of(request),
+            run_id=pk,
+            version=version_of(data),
+            results=data["results"],
+            **drift_guard(data),
         )
         return created(presenters.claimed_body(claimed), claimed.fresh)
 
@@ -272,9 +295,9 @@ class AdmissionList(generics.ListAPIView):
 
 
 class StartAdmission(APIView):
-    @extend_schema(**docs.operation("start_admission", ok={201: shapes.ClaimedOut}))
+    @extend_schema(**docs.operation("start_admission", request=s.Start, ok={201: shapes.ClaimedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        if request.data not in (None, {}):  # no fields: no body, null or {}; anything else is refused before the start
-            validated(s.Start, request)
-        claimed = services.start_admission(principal=principal_of(request), admission_id=pk)
+        # No body, null or {}: no fields; else only the drift guard's, anything else refused before the start.
+        data = validated(s.Start, request) if request.data not in (None, {}) else {}
+        claimed = services.start_admission(principal=principal_of(request), admission_id=pk, **drift_guard(data))
         return created(presenters.claimed_body(claimed), True)

@@ -27,6 +27,7 @@ __all__ = [
     "ApprovalVote",
     "ClosureReceipt",
     "DeliveryAttempt",
+    "EarlyResult",
     "EventType",
     "Event",
     "ExpiryReceipt",
@@ -64,6 +65,9 @@ class Run(Scoped):
     # The reason of the latest pause, kept after the pause is gone so runs can be
     # filtered by what they waited for.
     last_reason = models.CharField(max_length=16, choices=Reason.choices, blank=True)
+    # Set when an early result is kept for this run (DESIGN §22), never cleared: read with the run lock,
+    # it spares a pause of a run that never had one the look-up of its early results.
+    has_early_results = models.BooleanField(default=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -92,6 +96,8 @@ class Suspension(Scoped):
     # Wide enough for a flow wait's store key (DESIGN §9); API pauses send at most 200.
     reply_with = models.CharField(max_length=1100, blank=True, db_index=True)
     correlation_id = models.CharField(max_length=1024, blank=True)
+    # The engine's own version when it paused (opaque; empty: not given): the drift guard of a resume or start.
+    engine_version = models.CharField(max_length=200, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     # expires_at with "no deadline" as the far future: a non-null sort key for
     # the deadline-ordered inbox and its cursor.
@@ -237,6 +243,32 @@ class Event(Scoped):
 
     def __str__(self) -> str:
         return f"{self.kind} r{self.revision}"
+
+
+class EarlyResult(Scoped):
+    """A tool result that came before the pause waiting for it (DESIGN §22): kept until used or its ttl ends.
+
+    `suspension_id` is set when a resume used it (the row stays, so the same
+    result again is a replay); the sweep deletes every row past `expires_at`.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    run_id = models.UUIDField()
+    call_id = models.CharField(max_length=200)
+    # The result's content as canonical JSON text.
+    content = models.TextField()
+    digest = models.CharField(max_length=64)
+    suspension_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run_id", "call_id"], name="one_early_result_per_call")]
+        # The sweep's delete, in deadline order.
+        indexes = [models.Index(fields=["expires_at"], name="early_result_sweep")]
+
+    def __str__(self) -> str:
+        return f"early result of {self.call_id}"
 
 
 class ApiToken(Scoped):

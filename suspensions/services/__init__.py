@@ -4,6 +4,8 @@ claims.py   the run lock, the fenced move, the event writer (the clock: suspensi
 claiming.py the one claim path every door goes through (`through(door)`): lock, actor, current-or-replay, checks, writes
 runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
 resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
+early.py    early results (DESIGN §22): kept before their pause, and the resume they complete
+callbacks.py callback URLs (DESIGN §22): T3 by a signed capability instead of a token
 approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits (DESIGN §9)
 sweep.py    T9 expiry, the batch form of the claim path
@@ -17,9 +19,11 @@ Wire shapes are rendered in suspensions/presenters.py, never here.
 
 from ..clock import db_now  # noqa: F401
 from .approvals import Decision, Denied, Voted, approve, decide, deny_approval, respond  # noqa: F401
+from .callbacks import callback_token, resume_by_callback  # noqa: F401
 from .claims import Claimed, Version, suspension_digest_of  # noqa: F401
 from .closure import Closed, ClosureRequest, close_run, closure_of  # noqa: F401
+from .early import Kept, keep_early_result  # noqa: F401
 from .flows import Envelope, ParkedWait, park_flow_wait, resume_flow_wait  # noqa: F401
 from .resumes import admit_reply, resume_run, start_admission  # noqa: F401
-from .runs import cancel_run, complete_run, fail_run, register_run, suspend_run  # noqa: F401
+from .runs import Paused, cancel_run, complete_run, fail_run, pause_run, register_run, suspend_run  # noqa: F401
 from .sweep import SweepResult, expire_batch, expire_suspensions  # noqa: F401

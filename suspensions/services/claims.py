@@ -25,8 +25,16 @@ from uuid import UUID
 from django.conf import settings
 
 from .. import digests
-from ..exceptions import Forbidden, InputTooLarge, InvalidRequest, NotFound, SuspensionExpired, VersionConflict
-from ..models import Admission, Approval, ApprovalStatus, Event, Run, Start, Suspension
+from ..exceptions import (
+    Forbidden,
+    InputTooLarge,
+    InvalidRequest,
+    NotFound,
+    SuspensionExpired,
+    VersionConflict,
+    VersionDrift,
+)
+from ..models import Admission, Approval, ApprovalStatus, Event, Run, RunState, Start, Suspension
 from ..observability import logs, metrics
 from ..principals import Principal
 from . import outbox
@@ -88,6 +96,13 @@ def lock_run(principal: Principal, run_id: UUID | str) -> Locked:
     if found is None:
         raise NotFound(f"run {run_id} not found")
     run, live, now = found
+    if live is None and run.state == RunState.PAUSED:
+        # We waited for the lock while another transaction paused the run: PostgreSQL hands us the run
+        # as that transaction left it, but the joined pause as the statement's snapshot saw it (none).
+        # A paused run always has its pause, so it is read again, now committed. Only a door that can
+        # race a pause meets this (an early result, DESIGN §22): no one else knows a pause before it exists.
+        live = Suspension.objects.filter(run_id=run.id).first()
+        run._state.fields_cache["suspension"] = live
     return Locked(principal=principal, run=run, live=live, now=now)
 
 
@@ -106,6 +121,26 @@ def check_deadline(suspension: Suspension, now: datetime) -> None:
     """Deadline partition: at exactly expires_at the row belongs to the sweeper."""
     if suspension.expires_at is not None and suspension.expires_at <= now:
         raise SuspensionExpired(f"pause {suspension.id} expired at {digests.rfc3339(suspension.expires_at)}")
+
+
+def drift_of(suspension: Suspension, engine_version: str | None, accept_drift: bool) -> dict[str, Any]:
+    """The version-drift guard (DESIGN §22) of a resume or start of `suspension`: what its events record.
+
+    Nothing when either side gave no version or both are the same; drift is
+    `version_drift` (409) naming both, unless the request accepts it, and then
+    the event data says so with both versions.
+    """
+    paused_with = suspension.engine_version
+    if not paused_with or engine_version is None or engine_version == paused_with:
+        return {}
+    if not accept_drift:
+        raise VersionDrift(
+            f"the pause was stored by engine version {paused_with!r}, not {engine_version!r}; "
+            "send accept_drift: true to go on anyway",
+            engine_version=engine_version,
+            pause_engine_version=paused_with,
+        )
+    return {"accept_drift": True, "engine_version": engine_version, "pause_engine_version": paused_with}
 
 
 def advance(t: Locked, state: str, **fields: Any) -> int:

@@ -5,7 +5,7 @@ Each is a door of the one claim path (claiming.through).
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 from uuid import UUID
 
 from .. import selectors
@@ -14,7 +14,7 @@ from ..models import Admission, AdmissionSource, AdmissionState, Role, Start
 from ..observability import metrics
 from ..principals import Principal
 from .claiming import AdmissionDoor, Door, through
-from .claims import Claimed, Locked, Version, bounded_input, check_deadline, write_events, write_start
+from .claims import Claimed, Locked, Version, bounded_input, check_deadline, drift_of, write_events, write_start
 
 
 def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -39,9 +39,18 @@ class OneShot(AdmissionDoor):
     version: Version
     input_text: str
     results: list[dict[str, Any]]
+    # The drift guard (DESIGN §22): not part of the request digest, so a replay is decided on the results alone.
+    engine_version: str | None = None
+    accept_drift: bool = False
     ordered: list[dict[str, Any]] = field(default_factory=list)
+    drift: dict[str, Any] = field(default_factory=dict)
     role = Role.ENGINE
     door = "one_shot"
+
+    @classmethod
+    def asked(cls, version: Version, results: list[dict[str, Any]], **more: Any) -> Self:
+        """The door of one resume body: the results and their retained input (413 past the bound), and `more`."""
+        return cls(version=version, input_text=bounded_input(results), results=results, **more)
 
     def replayed(self, t: Locked, existing: Admission) -> Claimed:
         start = Start.objects.filter(admission_id=existing.id).first()
@@ -50,25 +59,37 @@ class OneShot(AdmissionDoor):
     def check(self, t: Locked) -> None:
         super().check(t)
         assert t.live is not None
+        self.drift = drift_of(t.live, self.engine_version, self.accept_drift)
         self.ordered = order_results(json.loads(t.live.pending), self.results)
 
     def write(self, t: Locked) -> Claimed:
         live = t.live
         admission, admitted = self.admit(t, AdmissionSource.ONE_SHOT, AdmissionState.STARTED)
         start, started = write_start(t=t, admission=admission, actor=t.principal.name)
+        admitted.data.update(self.drift)
+        started.data.update(self.drift)
         write_events(t.writes, admitted, started)
         return Claimed(run=t.run, admission=admission, start=start, suspension=live, results=self.ordered)
 
 
 @metrics.counted_claim("one_shot")
-def resume_run(*, principal: Principal, run_id: UUID | str, version: Version, results: list[dict[str, Any]]) -> Claimed:
+def resume_run(
+    *,
+    principal: Principal,
+    run_id: UUID | str,
+    version: Version,
+    results: list[dict[str, Any]],
+    engine_version: str | None = None,
+    accept_drift: bool = False,
+) -> Claimed:
     """T3 one-shot resume of an `external_tool` pause: T4 admit and T5 start in one transaction.
 
     Locks the run. The identical request again answers the original receipts
-    with fresh=False and no continuation, even after the run moved on.
+    with fresh=False and no continuation, even after the run moved on; a
+    version drift (DESIGN §22) is refused unless `accept_drift`.
     """
     version.require_run(run_id)
-    door = OneShot(version=version, input_text=bounded_input(results), results=results)
+    door = OneShot.asked(version, results, engine_version=engine_version, accept_drift=accept_drift)
     return through(door, principal=principal, run_id=run_id)
 
 
@@ -121,7 +142,10 @@ class StartDoor(Door[Claimed]):
     """T5: the single grant to execute an admitted continuation. A start moves no revision."""
 
     admission_id: UUID | str
+    engine_version: str | None = None
+    accept_drift: bool = False
     admission: Admission | None = None
+    drift: dict[str, Any] = field(default_factory=dict)
     role = Role.ENGINE
 
     def earlier(self, t: Locked) -> Claimed | None:
@@ -142,6 +166,7 @@ class StartDoor(Door[Claimed]):
     def check(self, t: Locked) -> None:
         assert t.live is not None
         check_deadline(t.live, t.now)
+        self.drift = drift_of(t.live, self.engine_version, self.accept_drift)
 
     def write(self, t: Locked) -> Claimed:
         admission, live = self.admission, t.live
@@ -149,19 +174,24 @@ class StartDoor(Door[Claimed]):
         t.writes.update(Admission, {"id": admission.pk}, state=AdmissionState.STARTED)
         admission.state = AdmissionState.STARTED
         start, started = write_start(t=t, admission=admission, actor=t.principal.name)
+        started.data.update(self.drift)
         write_events(t.writes, started)
         return Claimed(run=t.run, admission=admission, start=start, suspension=live, admission_fresh=False)
 
 
 @metrics.counted_claim("start")
-def start_admission(*, principal: Principal, admission_id: UUID | str) -> Claimed:
+def start_admission(
+    *, principal: Principal, admission_id: UUID | str, engine_version: str | None = None, accept_drift: bool = False
+) -> Claimed:
     """T5 start: the single grant to execute an admitted continuation.
 
     Finds the admission's run (404 outside the principal's scopes), then
     locks it before reading the admission again. Only the fresh start carries
     the suspension; a second start is resume_already_started with the start receipt.
+    A version drift (DESIGN §22) is refused unless `accept_drift`.
     """
     run_id = selectors.admissions(principal).filter(pk=admission_id).values_list("run_id", flat=True).first()
     if run_id is None:
         raise NotFound(f"admission {admission_id} not found")
-    return through(StartDoor(admission_id=admission_id), principal=principal, run_id=run_id)
+    door = StartDoor(admission_id=admission_id, engine_version=engine_version, accept_drift=accept_drift)
+    return through(door, principal=principal, run_id=run_id)

@@ -17,9 +17,11 @@ from ..clock import db_now
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
+from . import early
 from .claiming import Door, through
 from .claims import (
     FAR_FUTURE,
+    Claimed,
     Locked,
     advance,
     bounded_input,
@@ -55,8 +57,20 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
 
 
 @dataclass
-class Suspend(Door[Suspension]):
-    """T2: a running run at `revision` pauses; an approval pause opens its approval request."""
+class Paused:
+    """A stored pause, and the one-shot resume its early results completed in the same transaction (DESIGN §22)."""
+
+    suspension: Suspension
+    resume: Claimed | None = None
+
+
+@dataclass
+class Suspend(Door[Paused]):
+    """T2: a running run at `revision` pauses; an approval pause opens its approval request.
+
+    An `external_tool` pause whose calls all have early results is resumed at
+    once by the one-shot resume's door (services/early.py).
+    """
 
     revision: int
     reason: str
@@ -66,7 +80,9 @@ class Suspend(Door[Suspension]):
     ttl: int
     correlation_id: str
     policy: dict[str, Any] | None
+    engine_version: str = ""
     applied: floors.Applied | None = None
+    completes: early.Completion | None = None
     role = Role.ENGINE
 
     def earlier(self, t: Locked) -> None:
@@ -82,8 +98,10 @@ class Suspend(Door[Suspension]):
         """The policy raised to the scope's approval floors, or refused below one (docs/policies.md, "Floors")."""
         floor = floors.combine(selectors.covering_floors(t.run.scope)) if self.reason == Reason.APPROVAL else None
         self.applied = floors.apply(floor, self.policy)
+        if not self.correlation_id:  # a flow wait is resumed only through its own door
+            self.completes = early.on_pause(t, self.pending, self.reason)
 
-    def write(self, t: Locked) -> Suspension:
+    def write(self, t: Locked) -> Paused:
         run, now, applied = t.run, t.now, self.applied
         assert applied is not None
         suspension = self.pause(t)
@@ -109,7 +127,10 @@ class Suspend(Door[Suspension]):
             t.writes, suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in self.pending]}
         )
         suspension.run = run
-        return suspension
+        if self.completes is None:
+            return Paused(suspension)
+        t.live = suspension
+        return Paused(suspension, self.completes.resume(t))
 
     def pause(self, t: Locked) -> Suspension:
         expires_at = t.now + timedelta(seconds=self.ttl) if self.ttl else None
@@ -122,6 +143,7 @@ class Suspend(Door[Suspension]):
             tool_names="," + ",".join(c["name"] for c in self.pending) + ",",
             reply_with=first.get("reply_with", "") if self.reason == Reason.AGENT_REPLY else "",
             correlation_id=self.correlation_id,
+            engine_version=self.engine_version,
             expires_at=expires_at,
             deadline=expires_at or FAR_FUTURE,
             created_at=t.now,
@@ -130,7 +152,12 @@ class Suspend(Door[Suspension]):
         return suspension
 
 
-def suspend_run(
+def suspend_run(**request: Any) -> Suspension:
+    """T2 suspend (`pause_run`), for callers that want only the pause."""
+    return pause_run(**request).suspension
+
+
+def pause_run(
     *,
     principal: Principal,
     run_id: UUID | str,
@@ -141,12 +168,14 @@ def suspend_run(
     ttl_seconds: int | None = None,
     correlation_id: str = "",
     approval: dict[str, Any] | None = None,
-) -> Suspension:
+    engine_version: str = "",
+) -> Paused:
     """T2 suspend: a running run at `revision` pauses; opens an approval for `approval` pauses.
 
     Locks the run. Refuses a stale revision (version_conflict), a live pause
     (already_suspended) and a finished run (invalid_state). `approval` is the
-    pause's policy (DESIGN §15), validated by the caller.
+    pause's policy (DESIGN §15), validated by the caller. An `external_tool`
+    pause whose calls all have early results comes back resumed (`Paused.resume`).
     """
     door = Suspend(
         revision=revision,
@@ -157,6 +186,7 @@ def suspend_run(
         ttl=settings.SUSPENSION_TTL_SECONDS if ttl_seconds is None else ttl_seconds,
         correlation_id=correlation_id,
         policy=approval,
+        engine_version=engine_version,
     )
     return through(door, principal=principal, run_id=run_id)
 

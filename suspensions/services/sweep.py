@@ -31,7 +31,7 @@ from django.db import DatabaseError, transaction
 from ..clock import db_now
 from ..models import Run
 from ..observability import logs, metrics
-from . import outbox
+from . import early, outbox
 from .sql.expiry import ADMITTED, ENDING, ESCALATED, ORPHAN, SWEEPER, Due, due_rows, event_kind, write
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,7 @@ class SweepResult:
     failed: int = 0
     left_alone: int = 0
     longest_batch_seconds: float = 0.0
+    early_results_dropped: int = 0
 
     def add(self, batch: BatchResult) -> None:
         self.batches += 1
@@ -173,7 +174,8 @@ def expire_suspensions(
     Safe to run twice at once: the second finds nothing left to expire.
     """
     size = batch_size or settings.SWEEP_BATCH_SIZE
-    total = SweepResult()
+    # Early results past their ttl go first, in one statement (DESIGN §22): nothing waits on them.
+    total = SweepResult(early_results_dropped=early.drop_expired(now or db_now()))
     # Rows left alone or failed in this pass are not offered again, so they cannot stall it.
     skipped: set[UUID] = set()
     began = time.monotonic()

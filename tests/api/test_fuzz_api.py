@@ -29,7 +29,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from tests.helpers import call, client, continuation, pause, post, snapshot, version
+from tests.helpers import call, client, continuation, pause, post, register, snapshot, version
 
 ROLES = ("engine", "bus", "approver", "auditor", "operator")
 EXAMPLES = 25
@@ -88,11 +88,14 @@ def world(token):
     ).json()
     reply = pause(engine, reason="agent_reply")
     floor = post(engine, "/api/v1/approval-floors", {"scope": "acme/fuzz", "quorum": 2}).json()
+    waiting = register(engine)
+    answered = post(engine, f"/api/v1/runs/{waiting['id']}/suspend", suspend_body(callback=True)).json()
     ids = {
         "run": [approval["run_id"], tool["run_id"], reply["run_id"]],
         "suspension": [approval["id"], reply["id"], tool["id"]],
         "admission": [resumed["admission"]["id"]],
         "floor": [floor["id"]],
+        "callback": [answered["callback_url"].rsplit("/", 1)[1]],  # a real token: its body is what is tested
     }
     return secrets, ids
 
@@ -104,6 +107,8 @@ def kind_of(path: str, name: str) -> str:
         return "admission"
     if path.startswith("/api/v1/approval-floors"):
         return "floor"
+    if path.startswith("/api/v1/callbacks"):
+        return "callback"
     return "run"
 
 

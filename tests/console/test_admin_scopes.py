@@ -27,6 +27,7 @@ from suspensions.models import (
     ApprovalVote,
     ClosureReceipt,
     DeliveryAttempt,
+    EarlyResult,
     Event,
     ExpiryReceipt,
     FlowWait,
@@ -158,6 +159,19 @@ def build_closure(scope: str) -> ClosureReceipt:
         actor=f"user:operator-{scope}",
         digest=digest(f"closure-{scope}"),
         closed_at=timezone.now(),
+    )
+
+
+def build_early_result(scope: str) -> EarlyResult:
+    return stamped(
+        EarlyResult,
+        scope,
+        run_id=uuid.uuid4(),
+        call_id=f"call-{scope}",
+        content="1",
+        digest=digest(f"early-{scope}"),
+        created_at=timezone.now(),
+        expires_at=timezone.now(),
     )
 
 
@@ -302,6 +316,7 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
     Start: build_start,
     ExpiryReceipt: build_expiry,
     ClosureReceipt: build_closure,
+    EarlyResult: build_early_result,
     Event: build_event,
     FlowWait: build_flow_wait,
     ApiToken: build_token,

@@ -134,7 +134,7 @@ def operation(operation_id: str, *, ok: dict[Any, Any], request: Any = None) -> 
     """The keyword arguments of `extend_schema` for one operation."""
     doc = OPERATIONS[operation_id]
     refusals = REFUSALS.get(operation_id, [])
-    statuses = sorted({*ALWAYS, *doc.errors, 403})
+    statuses = sorted({503, *doc.errors} if doc.public else {*ALWAYS, *doc.errors, 403})
     shown = {status: [r for r in refusals if r.status_codes == [str(status)]] for status in statuses}
     problems = {
         (status, PROBLEM_JSON): _problem(doc, status, shown[status] or _standard(doc, status)) for status in statuses

@@ -77,6 +77,7 @@ MEANING = {
     "input_too_large": "the retained input is over 8 MiB",
     "request_too_large": "the body is over 8 MiB + 64 KiB",
     "results_mismatch": "results do not match the pending calls one to one",
+    "version_drift": "the pause was stored by another `engine_version`; names both; send `accept_drift: true` to go on",
     "below_approval_floor": "the pause's `on_expiry` is one its scope's approval floors do not allow; names them",
     "person_required": "the approval's floor lets only a user, or a token linked to one, decide",
     "separation_of_duties": "whoever stored the pause may not decide it (the policy's `exclude_requester`)",
@@ -102,6 +103,8 @@ class Doc:
     summary: str
     description: str
     errors: dict[int, tuple[str, ...]]
+    # No token is read (a callback URL is its own capability): never 401 or 403.
+    public: bool = False
 
 
 def ex(name: str, value: Any, summary: str = "", **options: Any) -> OpenApiExample:

@@ -86,11 +86,13 @@ OPERATIONS = {
         description="The single grant to execute: the first start answers 201 with the pause (continuation, "
         "pending calls) and the admitted `input`, a string. A second start is `409 resume_already_started` "
         "with the start receipt and never the pause: an engine that lost the first answer must treat the "
-        "execution as uncertain. No body.",
+        "execution as uncertain. No body, or only the version-drift guard: `engine_version` (when the pause "
+        "holds another one: `409 version_drift`) and `accept_drift` (go on; the event records both versions).",
         errors={
+            400: ("invalid_request",),
             403: ("forbidden",),
             404: ("not_found",),
-            409: ("resume_already_started", "invalid_state"),
+            409: ("resume_already_started", "invalid_state", "version_drift"),
             410: ("suspension_expired",),
         },
     ),
@@ -200,7 +202,11 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
     ],
     "list_agent_reply_runs": [answer("one page", {"runs": [v.RUN_ID], "next": None}, 200)],
     "list_admissions": [answer("the queue", v.admission("approval", fresh=False, state="admitted"), 200)],
-    "start_admission": [answer("first start", FIRST_START, 201)],
+    "start_admission": [
+        ex("from the engine that paused", {"engine_version": "engine-2.4.1"}),
+        ex("accepting a drift", {"engine_version": "engine-2.5.0", "accept_drift": True}),
+        answer("first start", FIRST_START, 201),
+    ],
     "list_run_admissions": [answer("history", v.admission(fresh=False, state="done"), 200)],
     "get_latest_admission": [
         answer(

@@ -58,7 +58,10 @@ OPERATIONS = {
         "`ttl_seconds` 0 means no deadline (`expires_at: null`); absent means the default (86400 s). "
         "Answers the pause with `run_revision`: the claim version is `{run_id, suspension_id: id, run_revision}`. "
         "A repeated suspend is not a replay (409). An `approval` pause gets its policy raised to the approval "
-        'floors of its scope (docs/policies.md, "Floors"); an `on_expiry` they do not allow is a 400.',
+        'floors of its scope (docs/policies.md, "Floors"); an `on_expiry` they do not allow is a 400. '
+        "`engine_version` arms the version-drift guard of its resume or start. `callback: true` (external-tool "
+        "pauses) adds a `callback_url`. An external-tool pause whose calls all have early results is resumed at "
+        "once: the answer carries `resume`, the one-shot resume's own answer.",
         errors={
             400: ("invalid_request", "below_approval_floor"),
             403: ("forbidden",),
@@ -80,11 +83,48 @@ OPERATIONS = {
             400: ("invalid_request",),
             403: ("forbidden", "requires_approval", "agent_reply_only"),
             404: ("not_found",),
-            409: (STALE, "admission_conflict", "not_suspended", "wrong_gate"),
+            409: (STALE, "admission_conflict", "not_suspended", "wrong_gate", "version_drift"),
             410: ("suspension_expired",),
             413: ("input_too_large", "request_too_large"),
             422: ("results_mismatch",),
         },
+    ),
+    "keep_early_result": Doc(
+        tag="runs",
+        role="engine",
+        summary="Keep a tool result that came before its pause",
+        description="For a tool whose result may arrive before the engine stores the `external_tool` pause that "
+        "waits for it: `{call_id, content}` as in a one-shot resume's results, kept for `ttl_seconds` (1 to "
+        "604800, default 3600). When a pause is stored whose pending calls all have early results, or when the "
+        "last one missing arrives while such a pause is live, that pause is resumed at once as a one-shot resume "
+        "with those results in pending order would, and the answer carries that resume's own answer under "
+        "`resume`. The same result again answers 200 (`fresh: false`); another content for the call is "
+        "`admission_conflict` naming both digests; a finished run is `invalid_state`.",
+        errors={
+            400: ("invalid_request",),
+            403: ("forbidden",),
+            404: ("not_found",),
+            409: ("admission_conflict", "invalid_state"),
+            413: ("input_too_large", "request_too_large"),
+        },
+    ),
+    "resume_by_callback": Doc(
+        tag="runs",
+        role="anyone with the URL",
+        summary="Resume a pause by its callback URL",
+        description="The `callback_url` of a pause stored with `callback: true`: POST the one-shot resume body, "
+        "with no token. It resumes the pause exactly as `POST /runs/{id}/resume` would (same digests, bounds, "
+        "receipts; the identical body again is the replay, 200) and records the actor `callback`. The URL is "
+        "the capability: a tampered token, one past the pause's deadline, a body naming another pause, or any "
+        "other method is a 404.",
+        errors={
+            400: ("invalid_request",),
+            404: ("not_found",),
+            409: (STALE, "admission_conflict", "not_suspended", "version_drift"),
+            413: ("input_too_large", "request_too_large"),
+            422: ("results_mismatch",),
+        },
+        public=True,
     ),
     "complete_run": Doc(
         tag="runs",
@@ -150,6 +190,9 @@ SUSPEND_POLICY_EXAMPLES: list[OpenApiExample] = [
     )
 ]
 
+EARLY = {"call_id": "call_1", "content": {"rows": 1}}
+KEPT = {"run_id": v.RUN_ID, "call_id": "call_1", "digest": v.REQUEST_DIGEST, "expires_at": v.LATER, "fresh": True}
+
 EXAMPLES: dict[str, list[OpenApiExample]] = {
     "register_run": [
         ex("token scope", {"agent_id": "support-agent", "session_id": "sess-1"}),
@@ -183,7 +226,43 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
             description="Exactly one pending call, with `reply_with`; `ttl_seconds: 0` means no deadline.",
         ),
         *SUSPEND_POLICY_EXAMPLES,
+        ex(
+            "with a callback URL and the engine's version",
+            {**v.SUSPEND_TOOL, "callback": True, "engine_version": "engine-2.4.1"},
+            description="A third party may finish the wait at `callback_url`; a resume from another engine version "
+            "is refused unless it accepts the drift.",
+        ),
         answer("paused", {**v.pause(), "run_revision": 2, "run_state": "paused"}, 201),
+        answer(
+            "paused and resumed by its early results",
+            {
+                **v.pause(),
+                "run_revision": 2,
+                "run_state": "paused",
+                "resume": v.claimed(v.admission(), start=v.START, suspension=v.pause(), results=[EARLY]),
+            },
+            201,
+        ),
+    ],
+    "keep_early_result": [
+        ex("a result", {"call_id": "call_1", "content": {"rows": 1}}),
+        ex("kept for ten minutes", {"call_id": "call_2", "content": "done", "ttl_seconds": 600}),
+        answer("kept", KEPT, 201),
+        answer(
+            "the last one missing",
+            {**KEPT, "resume": v.claimed(v.admission(), start=v.START, suspension=v.pause(), results=[EARLY])},
+            201,
+        ),
+        answer("again", {**KEPT, "fresh": False}, 200),
+    ],
+    "resume_by_callback": [
+        ex("a result", {"version": v.version(), "results": [EARLY]}),
+        answer(
+            "first answer",
+            v.claimed(v.admission(actor="callback"), start=v.START, suspension=v.pause(), results=[EARLY]),
+            201,
+        ),
+        answer("replay", v.claimed(v.admission(actor="callback", fresh=False), start=v.START, fresh=False), 200),
     ],
     "resume_run": [
         ex("a result", {"version": v.version(), "results": [{"call_id": "call_1", "content": {"rows": 1}}]}),
@@ -256,4 +335,5 @@ REFUSALS: dict[str, list[OpenApiExample]] = {
         ),
     ],
     "complete_run": [STALE_REVISION],
+    "resume_by_callback": [refusal("no such callback", v.problem(404, "not_found", "Not found", "no such callback"))],
 }

@@ -19,6 +19,7 @@ ROUTE_ID = "01a22e4f-3e7a-7c2d-8b4f-6a7b8c9d0e12"
 REQUEST_DIGEST = "cd0632817fe245e8251cff92427ec750e126c8afb4bdaecbf0fef127ab164c42"
 SUSPENSION_DIGEST = "8ebee46803a6ae06b950f356fba0a175a7e9b2b1e353ee8a840cef71fbf546b0"
 START_DIGEST = "7a1afae4c9a7f0d5a0e3d1b9f6c2e8a4b5d7c3e1f9a2b4c6d8e0f1a3b5c7d9e2"
+CALLBACK_TOKEN = "eyJyIjoiMDFhMjJlNGYiLCJzIjoiMDFhMjJlNGYiLCJlIjpudWxsfQ:1vQbF2:kM2j0wqk5s1H9mZP1kxQv2dY8b0"
 CORRELATION_ID = "demo:slack:C01:conv-3:U42::pack=billing::flow=refund::n=9ba546dae8a4340baa0a24e733ebaf75"
 # A closure's proof window must hold "now": observed_at <= now < expires_at.
 OBSERVED_AT = "2026-11-30T21:14:56Z"
@@ -180,6 +181,7 @@ def pause(call: dict[str, Any] = TOOL_CALL, **fields: Any) -> dict[str, Any]:
         "expires_at": LATER,
         "created_at": AT,
         "correlation_id": None,
+        "engine_version": None,
         **fields,
     }
 

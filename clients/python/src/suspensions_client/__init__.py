@@ -14,7 +14,7 @@ with Client("http://127.0.0.1:8000", token) as client:
 from . import errors
 from ._transport import Retry, RetryNotice
 from .aio import AsyncClient
-from .claims import Admission, Claimed, Denial, LatestAdmission, StartReceipt, Vote
+from .claims import Admission, Claimed, Denial, EarlyResult, LatestAdmission, StartReceipt, Vote
 from .client import Client
 from .errors import (
     AdmissionConflict,
@@ -51,6 +51,7 @@ from .errors import (
     Unauthenticated,
     Unavailable,
     VersionConflict,
+    VersionDrift,
     VoteMismatch,
     WrongGate,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "ConnectionLost",
     "DeliveryAttempt",
     "Denial",
+    "EarlyResult",
     "Event",
     "ExpiryReceipt",
     "Forbidden",
@@ -130,6 +132,7 @@ __all__ = [
     "Unavailable",
     "Version",
     "VersionConflict",
+    "VersionDrift",
     "Vote",
     "VoteMismatch",
     "WaitTimeout",

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypedDict, TypeVar, Unpack
+from urllib.parse import urlsplit
 
-from ._transport import Call, Flow, ask
-from .claims import Admission, Claimed, Denial, LatestAdmission, Vote
+from ._transport import API_PREFIX, Call, Flow, ask
+from .claims import Admission, Claimed, Denial, EarlyResult, LatestAdmission, Vote
 from .errors import AlreadySuspended, ResumeAlreadyStarted, StartUncertain, SuspensionsError, VersionConflict
 from .models import JSON, Event, Page, Run, Suspension, SuspensionSummary, Version
 
@@ -163,8 +164,15 @@ def suspend(
     revision: int | None = None,
     ttl_seconds: int | None = None,
     approval: Mapping[str, Any] | None = None,
+    engine_version: str | None = None,
+    callback: bool | None = None,
 ) -> Call[Suspension]:
     """T2: pause the run. `pending` calls are sent as given (`arguments` a string holding JSON).
+
+    `engine_version` arms the version-drift guard of its resume or start;
+    `callback=True` (external_tool pauses) asks for a `callback_url`. An
+    external_tool pause whose calls all have early results comes back resumed
+    (`Suspension.resume`).
 
     A suspend is not a replay: resent after a lost answer it is refused as stale
     or already paused, and the client then reads back the pause the first
@@ -178,6 +186,8 @@ def suspend(
         continuation=dict(continuation),
         ttl_seconds=ttl_seconds,
         approval=dict(approval) if approval is not None else None,
+        engine_version=engine_version,
+        callback=callback,
     )
 
     def recover(error: SuspensionsError) -> Flow[Suspension]:
@@ -192,14 +202,56 @@ def suspend(
     return Call("POST", f"/runs/{run_id}/suspend", of(Suspension.from_json), body, recover=recover)
 
 
-def resume(version: VersionRef, results: Sequence[Mapping[str, Any]]) -> Call[Claimed]:
+def resume(
+    version: VersionRef,
+    results: Sequence[Mapping[str, Any]],
+    *,
+    engine_version: str | None = None,
+    accept_drift: bool | None = None,
+) -> Call[Claimed]:
     """T3 one-shot resume of an `external_tool` pause: `results` are `{call_id, content}` or `{call_id, error}`.
 
     A replay (after a lost answer) carries the receipts but no continuation and no results.
+    With `engine_version`, a pause stored by another version raises `VersionDrift`
+    unless `accept_drift=True`.
     """
     v = version_of(version)
     body = {"version": v.as_json(), "results": [dict(result) for result in results]}
+    body |= compact(engine_version=engine_version, accept_drift=accept_drift)
     return Call("POST", f"/runs/{v.run_id}/resume", of(Claimed.from_json), body)
+
+
+def resume_by_callback(
+    callback_url: str,
+    version: VersionRef,
+    results: Sequence[Mapping[str, Any]],
+    *,
+    engine_version: str | None = None,
+    accept_drift: bool | None = None,
+) -> Call[Claimed]:
+    """T3 through a pause's `callback_url` (DESIGN §22): the one-shot resume body, the URL as the capability.
+
+    The server reads no token there (any client of the service's address will
+    do); a URL that does not hold raises `NotFound`. Replays as `resume` does.
+    """
+    v = version_of(version)
+    path = urlsplit(callback_url).path.removeprefix(API_PREFIX)
+    body = {"version": v.as_json(), "results": [dict(result) for result in results]}
+    body |= compact(engine_version=engine_version, accept_drift=accept_drift)
+    return Call("POST", path, of(Claimed.from_json), body)
+
+
+def early_result(run: str | Run, call_id: str, content: Any, *, ttl_seconds: int | None = None) -> Call[EarlyResult]:
+    """Keep a tool result that may come before its pause (DESIGN §22); `content` is any JSON.
+
+    When it is the last result a live external_tool pause waits for, that pause
+    is resumed at once and the answer's `resume` is the resume's own answer.
+    The same result again is a replay (`fresh` false), so a resend is safe.
+    """
+    run_id = run if isinstance(run, str) else run.id
+    body = compact(call_id=call_id, content=content, ttl_seconds=ttl_seconds)
+    body["content"] = content  # null is a content like any other
+    return Call("POST", f"/runs/{run_id}/early-results", of(EarlyResult.from_json), body)
 
 
 def complete(run: RunRef, revision: int | None = None) -> Call[Run]:
@@ -256,12 +308,17 @@ def admitted_work(
     return Call("GET", "/admissions", page_of(Admission.from_json), params=params)
 
 
-def start(admission: AdmissionRef) -> Call[Claimed]:
+def start(
+    admission: AdmissionRef, *, engine_version: str | None = None, accept_drift: bool | None = None
+) -> Call[Claimed]:
     """T5: the single grant to execute; the fresh answer carries the pause and the admitted input.
 
     Resent after a lost answer and refused as already started, it raises
     `StartUncertain`: the grant happened and its continuation was in the lost answer.
+    With `engine_version`, a pause stored by another version raises `VersionDrift`
+    unless `accept_drift=True`.
     """
+    body = compact(engine_version=engine_version, accept_drift=accept_drift) or None
 
     def recover(error: SuspensionsError) -> Flow[Claimed]:
         if isinstance(error, ResumeAlreadyStarted):
@@ -269,7 +326,7 @@ def start(admission: AdmissionRef) -> Call[Claimed]:
         raise error
         yield  # a generator: recover is a flow
 
-    return Call("POST", f"/admissions/{admission_id(admission)}/start", of(Claimed.from_json), recover=recover)
+    return Call("POST", f"/admissions/{admission_id(admission)}/start", of(Claimed.from_json), body, recover=recover)
 
 
 # -- suspensions and approvals --------------------------------------------------------------

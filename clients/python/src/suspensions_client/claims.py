@@ -190,3 +190,34 @@ class Vote:
             fresh=bool(data.get("fresh", True)),
             raw=data,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class EarlyResult:
+    """A tool result kept before its pause (POST /runs/{id}/early-results, DESIGN §22).
+
+    `fresh` is false when the same result was kept already. `resume` is the
+    one-shot resume this result completed, when it was the last one a live
+    `external_tool` pause waited for: execute from it as from `resume`'s answer.
+    """
+
+    run_id: str
+    call_id: str
+    digest: str
+    expires_at: datetime
+    fresh: bool
+    resume: Claimed | None = None
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> EarlyResult:
+        resume = data.get("resume")
+        return cls(
+            run_id=data["run_id"],
+            call_id=data["call_id"],
+            digest=data["digest"],
+            expires_at=at(data["expires_at"]),
+            fresh=data["fresh"],
+            resume=Claimed.from_json(resume) if resume else None,
+            raw=data,
+        )

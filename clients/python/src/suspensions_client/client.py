@@ -57,6 +57,8 @@ class Endpoints:
     list_events = Op(calls.list_events)
     suspend = Op(calls.suspend)
     resume = Op(calls.resume)
+    early_result = Op(calls.early_result)
+    resume_by_callback = Op(calls.resume_by_callback)
     complete = Op(calls.complete)
     fail = Op(calls.fail)
     cancel = Op(calls.cancel)
@@ -97,6 +99,7 @@ class Endpoints:
     redeliver = Op(more.redeliver)
     # the engine loop
     pause_for_approval = Op(loop.pause_for_approval)
+    pause_for_tools = Op(loop.pause_for_tools)
     wait_for_admission = Op(loop.wait_for_admission)
 
     def _bind(self, build: Callable[..., Any]) -> Callable[..., Any]:

@@ -249,6 +249,26 @@ class VoteMismatch(Conflict):
     code = "vote_mismatch"
 
 
+class VersionDrift(Conflict):
+    """The pause was stored by another engine version than the one resuming or starting it (DESIGN §22).
+
+    Resume with the engine that paused, or send `accept_drift=True` when this
+    engine can read the continuation anyway.
+    """
+
+    code = "version_drift"
+
+    @property
+    def engine_version(self) -> str:
+        """The version this request sent."""
+        return str(self.problem.get("engine_version", ""))
+
+    @property
+    def pause_engine_version(self) -> str:
+        """The version the pause was stored with."""
+        return str(self.problem.get("pause_engine_version", ""))
+
+
 class SuspensionExpired(Gone):
     code = "suspension_expired"
 
@@ -309,6 +329,7 @@ BY_CODE: dict[str, type[SuspensionsError]] = {
         ClosureConflict,
         WrongGate,
         VoteMismatch,
+        VersionDrift,
         SuspensionExpired,
         InputTooLarge,
         RequestTooLarge,

@@ -1,4 +1,4 @@
-"""Helpers for the engine loop (DESIGN §18): pause for approval, wait for the decision, then start and complete.
+"""Helpers for the engine loop (DESIGN §18, §22): pause for approval or for tool results, then start and complete.
 
     pause = client.pause_for_approval(run, calls, continuation, ttl_seconds=3600)
     outcome = client.wait_for_admission(pause.run_id, pause.id, timeout=3600, poll_interval=5)
@@ -8,6 +8,13 @@
         client.complete(started)
     else:
         print(outcome.status, outcome.reason)      # denied, expired, cancelled...: the run has ended
+
+For tools whose results may come back before the pause is stored (DESIGN §22):
+
+    client.early_result(run, "c1", {"rows": 1})   # from wherever the tool's result arrives
+    pause = client.pause_for_tools(run, calls, cont, engine_version="engine-2.4.1")
+    if pause.resume is not None:                    # every call was answered early: resumed already
+        ...                                         # go on from pause.resume.results
 
 A wait always ends with an `Outcome` (or `WaitTimeout` past its own
 `timeout`): a denial fails the run, and the wait returns at once with
@@ -87,24 +94,53 @@ def pause_for_approval(
     ttl_seconds: int | None = None,
     approval: Mapping[str, Any] | None = None,
     revision: int | None = None,
+    engine_version: str | None = None,
 ) -> Call[Suspension]:
     """Pause the run until an approver decides on `calls` (T2 with reason `approval`).
 
     `calls` are `{id, name, arguments}` (arguments as a JSON string or an
     object), optionally with `arguments_schema` and `editable`; `approval` is
     the policy `{quorum, exclude_requester, on_expiry}`. `run` is the Run (or
-    the Claimed of the last start), whose revision it uses.
+    the Claimed of the last start), whose revision it uses. `engine_version`:
+    a start from another version then raises `VersionDrift` unless it accepts it.
     """
-    pending = [pending_call(call) for call in calls]
-    return suspend(
-        run,
-        reason="approval",
-        pending=pending,
-        continuation=continuation,
-        revision=revision,
-        ttl_seconds=ttl_seconds,
-        approval=approval,
-    )
+    options = {"ttl_seconds": ttl_seconds, "approval": approval, "engine_version": engine_version}
+    return paused("approval", run, calls, continuation, revision=revision, **options)
+
+
+def pause_for_tools(
+    run: RunRef,
+    calls: Sequence[PendingCall | Mapping[str, Any]],
+    continuation: Mapping[str, Any],
+    *,
+    ttl_seconds: int | None = None,
+    revision: int | None = None,
+    engine_version: str | None = None,
+    callback: bool | None = None,
+) -> Call[Suspension]:
+    """Pause the run until the results of `calls` come back (T2 with reason `external_tool`).
+
+    Results already kept with `early_result` resume the pause at once when
+    they answer every call: `pause.resume` is then the one-shot resume's
+    answer (continuation and results in pending order), and the run is
+    running at `pause.resume.run_revision`. Otherwise resume it with
+    `resume(pause, results)`, or let the last `early_result` do it.
+    `callback=True` gives `pause.callback_url`, which a third party may POST
+    the resume body to without a token. `engine_version` arms the drift guard.
+    """
+    options = {"ttl_seconds": ttl_seconds, "engine_version": engine_version, "callback": callback}
+    return paused("external_tool", run, calls, continuation, revision=revision, **options)
+
+
+def paused(
+    reason: str,
+    run: RunRef,
+    calls: Sequence[PendingCall | Mapping[str, Any]],
+    continuation: Mapping[str, Any],
+    **options: Any,
+) -> Call[Suspension]:
+    """The loop helpers' suspend: `calls` for the wire (`pending_call`), the rest as `suspend` takes it."""
+    return suspend(run, reason=reason, pending=[pending_call(c) for c in calls], continuation=continuation, **options)
 
 
 def wait_for_admission(

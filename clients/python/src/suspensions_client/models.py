@@ -12,8 +12,11 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import parse_qs, urlsplit
+
+if TYPE_CHECKING:
+    from .claims import Claimed
 
 T = TypeVar("T")
 JSON = dict[str, Any]
@@ -168,10 +171,17 @@ class Suspension:
     run_revision: int | None = None
     run_state: str | None = None
     approval: JSON | None = None
+    engine_version: str | None = None
+    callback_url: str | None = None
+    # The answer to a pause whose early results answered every call: the one-shot resume it made.
+    resume: Claimed | None = None
     raw: JSON = raw_field()
 
     @classmethod
     def from_json(cls, data: JSON) -> Suspension:
+        from .claims import Claimed  # claims reads this module: imported when first needed
+
+        resume = data.get("resume")
         return cls(
             id=data["id"],
             run_id=data["run_id"],
@@ -185,6 +195,9 @@ class Suspension:
             run_revision=data.get("run_revision"),
             run_state=data.get("run_state"),
             approval=data.get("approval"),
+            engine_version=data.get("engine_version"),
+            callback_url=data.get("callback_url"),
+            resume=Claimed.from_json(resume) if resume else None,
             raw=data,
         )
 

@@ -1,0 +1,59 @@
+"""Early results and callback URLs over HTTP (DESIGN §22): two ways a tool result reaches its pause."""
+
+from typing import Any, NoReturn
+from uuid import UUID
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import presenters, services
+from ..exceptions import NotFound
+from . import docs, shapes
+from . import serializers as s
+from .authentication import principal_of
+from .views import CLAIMED, created, drift_guard, validated, version_of
+
+
+class EarlyResults(APIView):
+    @extend_schema(
+        **docs.operation(
+            "keep_early_result", request=s.KeepEarlyResult, ok={200: shapes.EarlyOut, 201: shapes.EarlyOut}
+        )
+    )
+    def post(self, request: Request, pk: UUID) -> Response:
+        data = validated(s.KeepEarlyResult, request)
+        kept = services.keep_early_result(
+            principal=principal_of(request),
+            run_id=pk,
+            call_id=data["call_id"],
+            content=data["content"],
+            ttl_seconds=data.get("ttl_seconds"),
+        )
+        return created(presenters.early_result_body(kept), kept.fresh)
+
+
+class Callback(APIView):
+    """The URL is the capability: no token is read, and every refusal of the URL itself is a 404."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(**docs.operation("resume_by_callback", request=s.Resume, ok=CLAIMED))
+    def post(self, request: Request, token: str) -> Response:
+        services.callbacks.grant_of(token)  # a token that does not hold is a 404 before the body is read
+        data = validated(s.Resume, request)
+        claimed = services.resume_by_callback(
+            token=token, version=version_of(data), results=data["results"], **drift_guard(data)
+        )
+        return created(presenters.claimed_body(claimed), claimed.fresh)
+
+    @extend_schema(exclude=True)
+    def refuse(self, request: Request, *args: Any, **kwargs: Any) -> NoReturn:
+        """Any other method: the URL names nothing else (404, not 405)."""
+        raise NotFound("no such callback")
+
+    get = put = patch = delete = options = head = refuse  # type: ignore[assignment]

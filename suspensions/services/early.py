@@ -1,0 +1,199 @@
+"""Early results (DESIGN §22): a tool result kept before the pause that waits for it, and the resume it completes.
+
+An engine that runs a tool in the background may get its result before it has
+stored the pause. The result is kept against (run, call id); when an
+`external_tool` pause is stored whose pending calls all have unexpired early
+results, or when the last missing one arrives while such a pause is live,
+that pause is resumed in the same transaction by the one-shot resume's own
+door (resumes.OneShot), as if the engine had sent those results in pending
+order. Both the keeping and the pause lock the run, so an early result racing
+its pause gives exactly one resume whichever comes first.
+
+A used early result stays, marked with the pause it resumed, until its ttl
+ends: the same result again is then still a replay. The sweep deletes every
+early result past its `expires_at` (`drop_expired`).
+"""
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from .. import digests
+from ..exceptions import AdmissionConflict, InputTooLarge, InvalidState
+from ..models import EarlyResult, Reason, Role, Run, RunState, Suspension
+from ..principals import Principal
+from .claiming import Door, through
+from .claims import Claimed, Locked, Version, bounded_input
+from .resumes import OneShot
+
+DEFAULT_TTL = 3600
+MAX_TTL = 7 * 86400
+
+
+@dataclass
+class Kept:
+    """The answer to keeping an early result: the row, whether this call made it, the resume it completed."""
+
+    early: EarlyResult
+    fresh: bool
+    resume: Claimed | None = None
+
+
+def early_digest(run_id: UUID | str, call_id: str, content_text: str) -> str:
+    """Lowercase hex SHA-256 of the canonical JSON of `{run_id, call_id, content}`."""
+    return digests.digest({"run_id": str(run_id), "call_id": call_id, "content": json.loads(content_text)})
+
+
+def waiting_for(t: Locked, live: Suspension | None) -> list[str] | None:
+    """The call ids an `external_tool` pause still waits for, when early results may resume it; else None.
+
+    A flow wait is resumed only through its own door; a pause past its
+    deadline belongs to the sweeper.
+    """
+    if live is None or t.run.state != RunState.PAUSED or live.reason != Reason.EXTERNAL_TOOL or live.correlation_id:
+        return None
+    if live.expires_at is not None and live.expires_at <= t.now:
+        return None
+    return [call["id"] for call in json.loads(live.pending)]
+
+
+def usable(run_id: UUID, call_ids: list[str], now: datetime) -> dict[str, EarlyResult]:
+    """The unused, unexpired early results of `run_id` for `call_ids`, by call id (under the run lock)."""
+    rows = EarlyResult.objects.filter(run_id=run_id, call_id__in=call_ids, suspension_id=None, expires_at__gt=now)
+    return {row.call_id: row for row in rows}
+
+
+@dataclass
+class Completion:
+    """A resume the early results complete, checked before any write, written by `resume`."""
+
+    rows: list[EarlyResult]
+    results: list[dict[str, Any]]
+    input_text: str
+
+    def resume(self, t: Locked) -> Claimed:
+        """The one-shot resume of the live pause with these results; marks them used by it. After the lock's checks."""
+        live = t.live
+        assert live is not None
+        version = Version(run_id=t.run.id, suspension_id=live.id, run_revision=t.run.revision)
+        door = OneShot(version=version, input_text=self.input_text, results=self.results)
+        door.check(t)  # cannot refuse: the deadline and the calls were checked before the first write
+        claimed = door.write(t)
+        for row in self.rows:
+            t.writes.update(EarlyResult, {"id": row.pk}, suspension_id=live.id)
+            row.suspension_id = live.id
+        return claimed
+
+
+def completion(call_ids: list[str], rows: dict[str, EarlyResult]) -> Completion | None:
+    """The resume `rows` complete when they answer every call of `call_ids` (in pending order); else None.
+
+    Results whose encoding exceeds the input bound are left for the engine's
+    own resume, which answers its 413.
+    """
+    if not call_ids or any(call_id not in rows for call_id in call_ids):
+        return None
+    results = [{"call_id": call_id, "content": json.loads(rows[call_id].content)} for call_id in call_ids]
+    try:
+        input_text = bounded_input(results)
+    except InputTooLarge:
+        return None
+    return Completion(rows=[rows[call_id] for call_id in call_ids], results=results, input_text=input_text)
+
+
+def on_pause(t: Locked, pending: list[dict[str, Any]], reason: str) -> Completion | None:
+    """For a pause about to be stored: the resume its early results complete, if any. No statement unless
+    the run ever had an early result (`Run.has_early_results`, read with the run lock)."""
+    if reason != Reason.EXTERNAL_TOOL or not t.run.has_early_results:
+        return None
+    call_ids = [call["id"] for call in pending]
+    return completion(call_ids, usable(t.run.id, call_ids, t.now))
+
+
+@dataclass
+class KeepEarly(Door[Kept]):
+    """Keep one early result; resume the live pause when it was the last one missing."""
+
+    call_id: str
+    content_text: str
+    ttl: int
+    role = Role.ENGINE
+    digest: str = ""
+    stale: EarlyResult | None = None
+    early: EarlyResult | None = None
+    completes: Completion | None = None
+
+    def earlier(self, t: Locked) -> Kept | None:
+        if t.run.state not in (RunState.RUNNING, RunState.PAUSED):
+            raise InvalidState(f"run {t.run.id} is {t.run.state}: no pause of it will wait for a result")
+        self.digest = early_digest(t.run.id, self.call_id, self.content_text)
+        existing = EarlyResult.objects.filter(run_id=t.run.id, call_id=self.call_id).first()
+        if existing is None:
+            return None
+        if existing.suspension_id is None and existing.expires_at <= t.now:
+            self.stale = existing  # expired, not yet swept: replaced as if it were gone
+            return None
+        if existing.digest == self.digest:
+            return Kept(early=existing, fresh=False)
+        raise AdmissionConflict(
+            f"call {self.call_id} already has a different early result",
+            request_digest=self.digest,
+            admitted_digest=existing.digest,
+        )
+
+    def check(self, t: Locked) -> None:
+        self.early = self.row(t)
+        call_ids = waiting_for(t, t.live)
+        if call_ids is None or self.call_id not in call_ids:
+            return
+        rows = usable(t.run.id, [c for c in call_ids if c != self.call_id], t.now)
+        rows[self.call_id] = self.early
+        self.completes = completion(call_ids, rows)
+
+    def row(self, t: Locked) -> EarlyResult:
+        row = EarlyResult(
+            run_id=t.run.id,
+            call_id=self.call_id,
+            content=self.content_text,
+            digest=self.digest,
+            created_at=t.now,
+            expires_at=t.now + timedelta(seconds=self.ttl),
+        )
+        row.stamp_scope(t.run.scope)
+        return row
+
+    def write(self, t: Locked) -> Kept:
+        early = self.early
+        assert early is not None
+        if self.stale is not None:
+            t.writes.delete(EarlyResult, self.stale.pk)
+        t.writes.insert([early])
+        if not t.run.has_early_results:
+            t.writes.update(Run, {"id": t.run.pk}, has_early_results=True)
+            t.run.has_early_results = True
+        resume = self.completes.resume(t) if self.completes else None
+        return Kept(early=early, fresh=True, resume=resume)
+
+
+def keep_early_result(
+    *, principal: Principal, run_id: UUID | str, call_id: str, content: Any, ttl_seconds: int | None = None
+) -> Kept:
+    """Keep an early result of `call_id` for run `run_id` (DESIGN §22); resume the live pause it completes.
+
+    Locks the run. The same result again answers the kept one (fresh=False);
+    another content for that call is admission_conflict naming both digests;
+    a finished run is invalid_state.
+    """
+    content_text = bounded_input(content)  # the content's canonical JSON, measured against the input bound
+    door = KeepEarly(
+        call_id=call_id, content_text=content_text, ttl=DEFAULT_TTL if ttl_seconds is None else ttl_seconds
+    )
+    return through(door, principal=principal, run_id=run_id)
+
+
+def drop_expired(now: datetime) -> int:
+    """The sweep's part: delete every early result past its ttl, used or not (one DELETE). Returns how many."""
+    deleted, _ = EarlyResult.objects.filter(expires_at__lte=now).delete()
+    return deleted
