@@ -119,6 +119,10 @@ class WrongGate(ServiceError):
     status, code, title = 409, "wrong_gate", "The correlation nonce does not match the parked wait"
 
 
+class IdempotencyMismatch(ServiceError):
+    status, code, title = 409, "idempotency_mismatch", "This Idempotency-Key was used for another request"
+
+
 class SuspensionExpired(ServiceError):
     status, code, title = 410, "suspension_expired", "The pause passed its deadline"
 

@@ -13,6 +13,7 @@ from ..models import Reason
 from . import docs
 from .authentication import principal_of
 from .fields import AnyJSON, JSONObject, StrictInt, StrictStr
+from .idempotency import idempotent
 from .serializers import Strict
 from .shapes import ClaimedOut, ParkedWaitOut
 from .views import created, validated
@@ -68,6 +69,7 @@ class DispatchResumeIn(Strict):
 
 class ParkFlowWait(APIView):
     @extend_schema(**docs.operation("park_flow_wait", request=ParkFlowWaitIn, ok={201: ParkedWaitOut}))
+    @idempotent
     def post(self, request: Request) -> Response:
         data = validated(ParkFlowWaitIn, request)
         parked = services.park_flow_wait(

@@ -17,6 +17,7 @@ from ..models import Admission, Event, Role, Run, Suspension
 from . import bodies, docs, shapes
 from . import serializers as s
 from .authentication import principal_of
+from .idempotency import idempotent
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
 DECISION = PolymorphicProxySerializer("Decision", [shapes.ClaimedOut, shapes.DeniedOut], resource_type_field_name=None)
@@ -61,6 +62,7 @@ class RunList(generics.ListAPIView):
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
     @extend_schema(**docs.operation("register_run", request=s.RegisterRun, ok={201: shapes.RunOut}))
+    @idempotent
     def post(self, request: Request) -> Response:
         data = validated(s.RegisterRun, request)
         run = services.register_run(principal=principal_of(request), **data)

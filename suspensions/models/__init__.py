@@ -11,6 +11,7 @@ from ..ids import uuid7
 from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
 from .floors import ApprovalFloor
+from .idempotency import IdempotencyKey
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Event",
     "ExpiryReceipt",
     "FlowWait",
+    "IdempotencyKey",
     "Membership",
     "MessageStatus",
     "OnExpiry",
