@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
-from ._transport import Call, Flow, ask
+from ._transport import Call, Flow, ask, keyed
 from .claims import Admission, Claimed, Denial, LatestAdmission, Vote
 from .errors import AlreadySuspended, ResumeAlreadyStarted, StartUncertain, SuspensionsError, VersionConflict
 from .models import JSON, Event, Page, Run, Suspension, SuspensionSummary, Version
@@ -132,10 +132,16 @@ def finished_as(state: str, run_id: str, revision: int) -> Callable[[Suspensions
 # -- runs -----------------------------------------------------------------------------------
 
 
-def register(agent_id: str, *, scope: str | None = None, session_id: str | None = None) -> Call[Run]:
-    """T1: a new run, `running` at revision 1. Not resent after a lost answer: that would register a second run."""
+def register(
+    agent_id: str, *, scope: str | None = None, session_id: str | None = None, idempotency_key: str | None = None
+) -> Call[Run]:
+    """T1: a new run, `running` at revision 1.
+
+    Sent with an `Idempotency-Key` (`idempotency_key`, or a new one), so a
+    resend after a lost answer returns the run the first attempt registered.
+    """
     body = compact(agent_id=agent_id, scope=scope, session_id=session_id)
-    return Call("POST", "/runs", of(Run.from_json), body, resend=False)
+    return keyed("POST", "/runs", of(Run.from_json), body, idempotency_key=idempotency_key)
 
 
 def list_runs(**filters: Unpack[RunFilters]) -> Call[Page[Run]]:
