@@ -95,6 +95,7 @@ def run_body(run: Run) -> dict[str, Any]:
         "revision": None if run.revision is None else int(run.revision),
         "error": _text(run.error),
         "last_reason": _text(run.last_reason),
+        "tags": list(run.tags),
         "created_at": digests.rfc3339(run.created_at, "auto"),
         "updated_at": digests.rfc3339(run.updated_at, "auto"),
         "suspension_id": _text(getattr(run, "live_suspension_id", None)),
@@ -121,6 +122,7 @@ def suspension_body(s: Suspension) -> dict[str, Any]:
         "expires_at": digests.rfc3339(s.expires_at),
         "created_at": digests.rfc3339(s.created_at),
         "correlation_id": s.correlation_id or None,
+        "tags": list(s.tags),
     }
 
 
@@ -143,6 +145,7 @@ def suspension_summary(s: Suspension) -> dict[str, Any]:
         "run_revision": s.run.revision,
         "run_state": s.run.state,
         "correlation_id": s.correlation_id or None,
+        "tags": list(s.tags),
     }
 
 
@@ -237,6 +240,7 @@ def approval_body(
         "admission_id": str(admission.id) if admission is not None else None,
         "run_state": run.state if run is not None else None,
         "version": version,
+        "tags": list(record.tags),
     }
 
 
@@ -395,21 +399,22 @@ def webhook_body(event: OutboxEvent, format: str = WebhookFormat.STANDARD) -> st
 
 
 def slack_text(event: OutboxEvent) -> str:
-    """A readable line for a Slack incoming webhook: agent, tools, deadline and the console link."""
+    """A readable line for a Slack incoming webhook: agent, tools, deadline, tags and the console link."""
     d = event.data
     base = settings.CONSOLE_BASE_URL
+    tagged = f" Tags: {_esc(', '.join(d['tags']))}." if d.get("tags") else ""
     if event.type == EventType.APPROVAL_REQUESTED:
         tools = ", ".join(d.get("tools") or []) or "a tool"
         deadline = d.get("deadline") or "no deadline"
         link = f"{base}/console/approvals/{d.get('suspension_id')}/"
         text = (
             f"Approval needed: {_esc(d.get('agent_id') or 'an agent')} wants to call {_esc(tools)} "
-            f"in {_esc(event.scope)}. Deadline: {deadline}."
+            f"in {_esc(event.scope)}. Deadline: {deadline}.{tagged}"
         )
         return f"{text} <{link}|Approve or deny>"
     link = f"{base}/console/runs/{d.get('run_id')}/"
     detail = f" ({d['decision']} by {_esc(d.get('decided_by', ''))})" if "decision" in d else ""
-    text = f"{event.type}{detail}: run {d.get('run_id')} in {_esc(event.scope)} is {d.get('state', '?')}."
+    text = f"{event.type}{detail}: run {d.get('run_id')} in {_esc(event.scope)} is {d.get('state', '?')}.{tagged}"
     return f"{text} <{link}|Open the run>"
 
 

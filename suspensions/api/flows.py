@@ -12,7 +12,7 @@ from .. import presenters, services
 from ..models import Reason
 from . import docs
 from .authentication import principal_of
-from .fields import AnyJSON, JSONObject, StrictInt, StrictStr
+from .fields import AnyJSON, JSONObject, StrictInt, StrictStr, Tags
 from .idempotency import idempotent
 from .serializers import Strict
 from .shapes import ClaimedOut, ParkedWaitOut
@@ -57,6 +57,7 @@ class ParkFlowWaitIn(Strict):
     decision_token = part(
         1024, required=False, help_text="Required for `reason: approval`: a secret the approver's side holds."
     )
+    tags = Tags()
 
 
 class DispatchResumeIn(Strict):
@@ -79,6 +80,7 @@ class ParkFlowWait(APIView):
             reason=data["reason"],
             ttl_seconds=data.get("ttl_seconds"),
             decision_token=data.get("decision_token"),
+            tags=data.get("tags", ()),
         )
         return Response(presenters.parked_body(parked), status=201)
 

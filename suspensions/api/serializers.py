@@ -10,7 +10,7 @@ from rest_framework import serializers
 from .. import policies
 from ..models import Reason, WebhookFormat
 from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
-from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr
+from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr, Tags
 
 MAX_TTL = 10 * 365 * 86400
 
@@ -38,6 +38,7 @@ class RegisterRun(Strict):
     session_id = StrictStr(
         max_length=200, required=False, allow_blank=True, default="", help_text="Your session id; may be empty."
     )
+    tags = Tags()
 
 
 class RunConfig(Strict):
@@ -191,6 +192,7 @@ class Suspend(Strict):
     continuation = Continuation()
     ttl_seconds = StrictInt(required=False, min_value=0, max_value=MAX_TTL)
     approval = ApprovalPolicy(required=False, help_text="Approval pauses: quorum, separation of duties, on expiry.")
+    tags = Tags()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         ids = [call["id"] for call in attrs["pending"]]

@@ -106,6 +106,7 @@ class Suspend(APIView):
             continuation=raw["continuation"],
             ttl_seconds=data.get("ttl_seconds"),
             approval=raw.get("approval"),
+            tags=data.get("tags", ()),
         )
         return Response(presenters.suspension_detail(suspension), status=201)
 

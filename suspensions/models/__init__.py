@@ -4,6 +4,8 @@ Core tables here; the approval record and its votes in approvals.py, push tables
 """
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 
@@ -59,6 +61,8 @@ class Run(Scoped):
     # The reason of the latest pause, kept after the pause is gone so runs can be
     # filtered by what they waited for.
     last_reason = models.CharField(max_length=16, choices=Reason.choices, blank=True)
+    # The engine's labels (suspensions/tags.py): set at register, never changed.
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -67,7 +71,11 @@ class Run(Scoped):
             models.CheckConstraint(condition=Q(revision__gte=1), name="run_revision_gte_1"),
             models.CheckConstraint(condition=Q(state__in=RunState.values), name="run_state_valid"),
         ]
-        indexes = [models.Index(fields=["state", "updated_at"], name="run_state_updated")]
+        indexes = [
+            models.Index(fields=["state", "updated_at"], name="run_state_updated"),
+            # `?tag=` on runs: tags @> ARRAY[...].
+            GinIndex(fields=["tags"], name="run_tags"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.id} ({self.state}, rev {self.revision})"
@@ -88,6 +96,8 @@ class Suspension(Scoped):
     reply_with = models.CharField(max_length=1100, blank=True, db_index=True)
     correlation_id = models.CharField(max_length=1024, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+    # The pause's own labels (suspensions/tags.py), beside its run's.
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     # expires_at with "no deadline" as the far future: a non-null sort key for
     # the deadline-ordered inbox and its cursor.
     deadline = models.DateTimeField()
@@ -104,6 +114,8 @@ class Suspension(Scoped):
             # A superuser's inbox (no scope filter) and the dashboard's "oldest pending approval".
             models.Index(fields=["reason", "deadline", "id"], name="suspension_inbox_all"),
             models.Index(fields=["reason", "created_at"], name="suspension_oldest"),
+            # `?tag=` on suspensions and approvals: tags @> ARRAY[...].
+            GinIndex(fields=["tags"], name="suspension_tags"),
         ]
 
     def __str__(self) -> str:
@@ -226,6 +238,8 @@ class Event(Scoped):
     revision = models.BigIntegerField()
     data = models.JSONField(default=dict)
     at = models.DateTimeField()
+    # Not a column: the tags its webhooks carry (services/claims.event sets them, services/announce.py reads them).
+    announce_tags: tuple[str, ...] = ()
 
     class Meta:
         indexes = [models.Index(fields=["run_id", "id"], name="event_timeline")]

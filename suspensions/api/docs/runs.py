@@ -152,7 +152,7 @@ SUSPEND_POLICY_EXAMPLES: list[OpenApiExample] = [
 
 EXAMPLES: dict[str, list[OpenApiExample]] = {
     "register_run": [
-        ex("token scope", {"agent_id": "support-agent", "session_id": "sess-1"}),
+        ex("token scope", {"agent_id": "support-agent", "session_id": "sess-1", "tags": ["team:support"]}),
         ex("a named scope", {"agent_id": "support-agent", "scope": "demo/prod"}),
         answer("registered", v.run(), 201),
     ],
