@@ -35,6 +35,7 @@ AdmissionRef = str | Admission | HasAdmission
 
 
 class RunFilters(TypedDict, total=False):
+    tag: str | Sequence[str]
     state: str
     agent_id: str
     reason: str
@@ -48,6 +49,7 @@ class RunFilters(TypedDict, total=False):
 
 
 class SuspensionFilters(TypedDict, total=False):
+    tag: str | Sequence[str]
     reason: str
     agent_id: str
     tool: str
@@ -84,12 +86,16 @@ def compact(**fields: Any) -> JSON:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def query(**params: Any) -> dict[str, str]:
-    out = {}
+def query(**params: Any) -> dict[str, str | list[str]]:
+    """Query parameters as strings; a list (`tag=["a", "b"]`) repeats its parameter."""
+    out: dict[str, str | list[str]] = {}
     for key, value in params.items():
         if value is None:
             continue
-        out[key] = value.isoformat() if isinstance(value, datetime) else str(value)
+        if isinstance(value, (list, tuple)):
+            out[key] = [str(item) for item in value]
+        else:
+            out[key] = value.isoformat() if isinstance(value, datetime) else str(value)
     return out
 
 
@@ -133,14 +139,19 @@ def finished_as(state: str, run_id: str, revision: int) -> Callable[[Suspensions
 
 
 def register(
-    agent_id: str, *, scope: str | None = None, session_id: str | None = None, idempotency_key: str | None = None
+    agent_id: str,
+    *,
+    scope: str | None = None,
+    session_id: str | None = None,
+    tags: Sequence[str] | None = None,
+    idempotency_key: str | None = None,
 ) -> Call[Run]:
-    """T1: a new run, `running` at revision 1.
+    """T1: a new run, `running` at revision 1, with its `tags` (at most 10 of `[a-z0-9._:-]{1,64}`).
 
     Sent with an `Idempotency-Key` (`idempotency_key`, or a new one), so a
     resend after a lost answer returns the run the first attempt registered.
     """
-    body = compact(agent_id=agent_id, scope=scope, session_id=session_id)
+    body = compact(agent_id=agent_id, scope=scope, session_id=session_id, tags=list(tags) if tags else None)
     return keyed("POST", "/runs", of(Run.from_json), body, idempotency_key=idempotency_key)
 
 
@@ -169,8 +180,11 @@ def suspend(
     revision: int | None = None,
     ttl_seconds: int | None = None,
     approval: Mapping[str, Any] | None = None,
+    tags: Sequence[str] | None = None,
 ) -> Call[Suspension]:
     """T2: pause the run. `pending` calls are sent as given (`arguments` a string holding JSON).
+
+    `tags`: the pause's own, after its run's (the answer's `tags` holds both).
 
     A suspend is not a replay: resent after a lost answer it is refused as stale
     or already paused, and the client then reads back the pause the first
@@ -184,6 +198,7 @@ def suspend(
         continuation=dict(continuation),
         ttl_seconds=ttl_seconds,
         approval=dict(approval) if approval is not None else None,
+        tags=list(tags) if tags else None,
     )
 
     def recover(error: SuspensionsError) -> Flow[Suspension]:

@@ -89,6 +89,7 @@ def park_flow_wait(
     *,
     ttl_seconds: int | None = None,
     decision_token: str | None = None,
+    tags: Sequence[str] | None = None,
     idempotency_key: str | None = None,
 ) -> Call[ParkedWait]:
     """Park a correlation-keyed wait; embed the answer's `correlation_id` in the dispatch.
@@ -102,6 +103,7 @@ def park_flow_wait(
         reason=reason,
         ttl_seconds=ttl_seconds,
         decision_token=decision_token,
+        tags=list(tags) if tags else None,
     )
     return keyed("POST", "/flow-waits", of(ParkedWait.from_json), body, idempotency_key=idempotency_key)
 

@@ -43,7 +43,7 @@ class Send:
     method: str
     path: str
     content: bytes | None
-    params: Mapping[str, str] | None
+    params: Mapping[str, Any] | None
     idempotency_key: str | None = None
 
 
@@ -78,7 +78,7 @@ class Call(Generic[T]):
     path: str
     parse: Callable[[Any, int], T]
     body: Any = None
-    params: Mapping[str, str] | None = None
+    params: Mapping[str, Any] | None = None
     resend: bool = True
     recover: Callable[[SuspensionsError], Flow[T]] | None = None
     idempotency_key: str | None = None

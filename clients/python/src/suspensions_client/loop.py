@@ -87,6 +87,7 @@ def pause_for_approval(
     ttl_seconds: int | None = None,
     approval: Mapping[str, Any] | None = None,
     revision: int | None = None,
+    tags: Sequence[str] | None = None,
 ) -> Call[Suspension]:
     """Pause the run until an approver decides on `calls` (T2 with reason `approval`).
 
@@ -104,6 +105,7 @@ def pause_for_approval(
         revision=revision,
         ttl_seconds=ttl_seconds,
         approval=approval,
+        tags=tags,
     )
 
 

@@ -69,6 +69,7 @@ class Run:
     created_at: datetime
     updated_at: datetime
     suspension_id: str | None
+    tags: tuple[str, ...] = ()
     raw: JSON = raw_field()
 
     @classmethod
@@ -85,6 +86,7 @@ class Run:
             created_at=at(data["created_at"]),
             updated_at=at(data["updated_at"]),
             suspension_id=optional_str(data.get("suspension_id")),
+            tags=tuple(data.get("tags", ())),
             raw=data,
         )
 
@@ -168,6 +170,7 @@ class Suspension:
     run_revision: int | None = None
     run_state: str | None = None
     approval: JSON | None = None
+    tags: tuple[str, ...] = ()
     raw: JSON = raw_field()
 
     @classmethod
@@ -185,6 +188,7 @@ class Suspension:
             run_revision=data.get("run_revision"),
             run_state=data.get("run_state"),
             approval=data.get("approval"),
+            tags=tuple(data.get("tags", ())),
             raw=data,
         )
 
@@ -211,6 +215,7 @@ class SuspensionSummary:
     run_revision: int
     run_state: str
     correlation_id: str | None
+    tags: tuple[str, ...] = ()
     raw: JSON = raw_field()
 
     @classmethod
@@ -227,6 +232,7 @@ class SuspensionSummary:
             run_revision=data["run_revision"],
             run_state=data["run_state"],
             correlation_id=data.get("correlation_id"),
+            tags=tuple(data.get("tags", ())),
             raw=data,
         )
 
