@@ -11,6 +11,7 @@ from suspensions.models import (
     ApprovalVote,
     Event,
     FlowWait,
+    IdempotencyKey,
     OutboxEvent,
     Run,
     Start,
@@ -128,6 +129,7 @@ def snapshot() -> dict[str, Any]:
         ),
         "messages": sorted(WebhookMessage.objects.values_list("id", "status", "next_attempt_at")),
         "outbox": OutboxEvent.objects.count(),
+        "idempotency_keys": sorted(IdempotencyKey.objects.values_list("principal", "key", "request_digest")),
     }
 
 
