@@ -40,6 +40,7 @@ APP_TABLES = [
     "suspensions_closurereceipt",
     "suspensions_event",
     "suspensions_apitoken",
+    "suspensions_idempotencykey",
 ]
 
 
@@ -220,6 +221,17 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 def parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; figures are their median")
+    return p
+
+
+def gunicorn_parser(description: str, *, threads: int) -> argparse.ArgumentParser:
+    """`parser` plus the load of a gunicorn phase: requests per phase, client connections, workers x threads."""
+    p = parser(description)
+    p.set_defaults(rounds=5)
+    p.add_argument("--requests", type=int, default=400, help="requests per phase")
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--threads", type=int, default=threads)
     return p
 
 

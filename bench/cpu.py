@@ -114,12 +114,7 @@ def phase(server: common.Gunicorn, conns: list[common.Client], n: int, kind: str
 
 
 def main() -> dict[str, Any]:
-    p = common.parser(__doc__.splitlines()[0])
-    p.set_defaults(rounds=5)
-    p.add_argument("--requests", type=int, default=400, help="requests per phase")
-    p.add_argument("--clients", type=int, default=8)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--threads", type=int, default=16)
+    p = common.gunicorn_parser(__doc__.splitlines()[0], threads=16)
     p.add_argument("--baseline", type=Path, help="another checkout to measure side by side (the code before)")
     args = p.parse_args()
     url = common.setup_django()

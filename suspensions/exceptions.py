@@ -125,6 +125,10 @@ class VersionDrift(ServiceError):
     status, code, title = 409, "version_drift", "The engine version differs from the one that paused"
 
 
+class IdempotencyMismatch(ServiceError):
+    status, code, title = 409, "idempotency_mismatch", "This Idempotency-Key was used for another request"
+
+
 class SuspensionExpired(ServiceError):
     status, code, title = 410, "suspension_expired", "The pause passed its deadline"
 

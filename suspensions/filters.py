@@ -4,11 +4,12 @@ from datetime import timedelta
 from typing import Any
 
 import django_filters as filters
+from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import digests, scopes
+from . import digests, scopes, tags
 from .models import Admission, AdmissionState, Reason, Run, RunState, Suspension
 
 
@@ -24,6 +25,29 @@ class UtcDateTimeField(filters.fields.IsoDateTimeField):
 
 class UtcDateTimeFilter(filters.IsoDateTimeFilter):
     field_class = UtcDateTimeField
+
+
+class TagsField(forms.Field):
+    """`?tag=a&tag=b`: every value of the repeated parameter (an empty one is no filter), each a valid tag."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[str]:
+        values = [value] if isinstance(value, str) else list(value or [])
+        return [v for v in values if v != ""]
+
+    def validate(self, value: Any) -> None:
+        if not tags.valid(value):
+            raise ValidationError(tags.RULE, code="invalid")
+
+
+class TagsFilter(filters.Filter):
+    """Rows carrying every tag named (`tags @> ARRAY[...]`, through the GIN index)."""
+
+    field_class = TagsField
+
+    def filter(self, qs: QuerySet[Any], value: Any) -> QuerySet[Any]:
+        return qs.filter(**{f"{self.field_name}__contains": value}) if value else qs
 
 
 def filter_scope(queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
@@ -42,6 +66,7 @@ class RunFilter(filters.FilterSet):
     created_before = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt")
     updated_after = UtcDateTimeFilter(field_name="updated_at", lookup_expr="gte")
     updated_before = UtcDateTimeFilter(field_name="updated_at", lookup_expr="lt")
+    tag = TagsFilter(field_name="tags", label="Tag (repeat it: every one must be present)")
 
     class Meta:
         model = Run
@@ -73,6 +98,7 @@ class SuspensionFilter(filters.FilterSet):
     reply_with = filters.CharFilter()
     expiring_within = filters.NumberFilter(method="filter_expiring_within", label="Expiring within N seconds")
     older_than = filters.NumberFilter(method="filter_older_than", label="Paused at least N seconds ago")
+    tag = TagsFilter(field_name="tags", label="Tag (repeat it: every one must be present)")
 
     class Meta:
         model = Suspension

@@ -96,6 +96,7 @@ def run_body(run: Run) -> dict[str, Any]:
         "revision": None if run.revision is None else int(run.revision),
         "error": _text(run.error),
         "last_reason": _text(run.last_reason),
+        "tags": list(run.tags),
         "created_at": digests.rfc3339(run.created_at, "auto"),
         "updated_at": digests.rfc3339(run.updated_at, "auto"),
         "suspension_id": _text(getattr(run, "live_suspension_id", None)),
@@ -123,6 +124,7 @@ def suspension_body(s: Suspension) -> dict[str, Any]:
         "created_at": digests.rfc3339(s.created_at),
         "correlation_id": s.correlation_id or None,
         "engine_version": s.engine_version or None,
+        "tags": list(s.tags),
     }
 
 
@@ -145,6 +147,7 @@ def suspension_summary(s: Suspension) -> dict[str, Any]:
         "run_revision": s.run.revision,
         "run_state": s.run.state,
         "correlation_id": s.correlation_id or None,
+        "tags": list(s.tags),
     }
 
 
@@ -271,6 +274,7 @@ def approval_body(
         "admission_id": str(admission.id) if admission is not None else None,
         "run_state": run.state if run is not None else None,
         "version": version,
+        "tags": list(record.tags),
     }
 
 
@@ -444,21 +448,24 @@ def webhook_body(event: OutboxEvent, format: str = WebhookFormat.STANDARD) -> st
 
 
 def slack_text(event: OutboxEvent) -> str:
-    """A readable line for a Slack incoming webhook: agent, tools, deadline and the console link."""
+    """A readable line for a Slack incoming webhook: agent, tools, deadline, tags and the console link."""
     d = event.data
     base = settings.CONSOLE_BASE_URL
+    tagged = f" Tags: {slack_escape(', '.join(d['tags']))}." if d.get("tags") else ""
     if event.type == EventType.APPROVAL_REQUESTED:
         tools = ", ".join(d.get("tools") or []) or "a tool"
         deadline = d.get("deadline") or "no deadline"
         link = f"{base}/console/approvals/{d.get('suspension_id')}/"
         text = (
             f"Approval needed: {slack_escape(d.get('agent_id') or 'an agent')} wants to call {slack_escape(tools)} "
-            f"in {slack_escape(event.scope)}. Deadline: {deadline}."
+            f"in {slack_escape(event.scope)}. Deadline: {deadline}.{tagged}"
         )
         return f"{text} <{link}|Approve or deny>"
     link = f"{base}/console/runs/{d.get('run_id')}/"
     detail = f" ({d['decision']} by {slack_escape(d.get('decided_by', ''))})" if "decision" in d else ""
-    text = f"{event.type}{detail}: run {d.get('run_id')} in {slack_escape(event.scope)} is {d.get('state', '?')}."
+    text = (
+        f"{event.type}{detail}: run {d.get('run_id')} in {slack_escape(event.scope)} is {d.get('state', '?')}.{tagged}"
+    )
     return f"{text} <{link}|Open the run>"
 
 

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from . import services
 from .observability import heartbeat, metrics
-from .services import delivery, notifications, outbox, reminders
+from .services import delivery, idempotency, notifications, outbox, reminders
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,12 @@ def remind_approvers() -> int:
     if reminded:
         log.info("reminded approvers of %s approvals", reminded, extra={"reminded": reminded})
     return reminded
+
+
+@shared_task(name="suspensions.tasks.forget_idempotency_keys", ignore_result=True)
+def forget_idempotency_keys() -> int:
+    """Beat, hourly: delete Idempotency-Keys past their 24 hours (DESIGN §22); a key kept longer is never replayed."""
+    return idempotency.forget_expired()
 
 
 # -- push (DESIGN §14) --------------------------------------------------------------------------

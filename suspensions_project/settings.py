@@ -208,6 +208,14 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# Idempotency-Keys answer for 24 hours (DESIGN §22); past that a key is free again (services/idempotency.take)
+# and this deletes the rows.
+CELERY_BEAT_SCHEDULE["forget-idempotency-keys"] = {
+    "task": "suspensions.tasks.forget_idempotency_keys",
+    "schedule": 3600,
+    "options": {"expires": 3600},
+}
+
 # Approver emails (DESIGN §14). Production: EMAIL_URL (smtp://user:pass@host:587, smtp+tls://, smtp+ssl://);
 # without it EMAIL_BACKEND/EMAIL_FILE_PATH, which `make run` points at a file backend under var/mail.
 if env.str("EMAIL_URL", default=""):

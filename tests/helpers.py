@@ -12,6 +12,7 @@ from suspensions.models import (
     EarlyResult,
     Event,
     FlowWait,
+    IdempotencyKey,
     Notification,
     NotificationRoute,
     OutboxEvent,
@@ -135,6 +136,7 @@ def snapshot() -> dict[str, Any]:
         "routes": sorted(NotificationRoute.objects.values_list("id", "active", "target", "event_types")),
         "early_results": sorted(EarlyResult.objects.values_list("id", "suspension_id", "digest", "expires_at")),
         "runs_with_early_results": Run.objects.filter(has_early_results=True).count(),
+        "idempotency_keys": sorted(IdempotencyKey.objects.values_list("principal", "key", "request_digest")),
     }
 
 

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .. import policies, strictjson
+from .. import policies, strictjson, tags
 from ..models import Reason
 from ..strictjson import MAX_SAFE_INTEGER
 from . import serializers
@@ -29,7 +29,7 @@ MAX_TTL = serializers.MAX_TTL
 REASONS = frozenset(Reason.values)
 DECISIONS = frozenset({"approve", "deny", "respond"})
 PENDING_KEYS = frozenset({"id", "name", "arguments", "reply_with", "arguments_schema", "editable"})
-SUSPEND_KEYS = frozenset({"revision", "reason", "pending", "continuation", "ttl_seconds", "approval"})
+SUSPEND_KEYS = frozenset({"revision", "reason", "pending", "continuation", "ttl_seconds", "approval", "tags"})
 CONTINUATION_KEYS = frozenset(
     {
         "messages",
@@ -217,9 +217,11 @@ def suspend(data: Any) -> dict[str, Any]:
     calls = [_pending_call(c) for c in pending]
     _ok(len({c["id"] for c in calls}) == len(calls))
     _continuation(body["continuation"])
-    out = {"revision": _int(body["revision"], 1), "reason": reason}
+    out: dict[str, Any] = {"revision": _int(body["revision"], 1), "reason": reason}
     if "ttl_seconds" in body:
         out["ttl_seconds"] = _int(body["ttl_seconds"], 0, MAX_TTL)
+    if "tags" in body:
+        out["tags"] = _tags(body["tags"])
     if "approval" in body:
         policy = _policy(body["approval"])
         _ok(reason == Reason.APPROVAL)
@@ -274,14 +276,21 @@ def decide(data: Any) -> dict[str, Any]:
 
 
 def register(data: Any) -> dict[str, Any]:
-    body = _object(data, frozenset({"agent_id", "scope", "session_id"}))
+    body = _object(data, frozenset({"agent_id", "scope", "session_id", "tags"}))
     _ok("agent_id" in body)
-    out = {"agent_id": _text(body["agent_id"], max_length=200), "session_id": ""}
+    out: dict[str, Any] = {"agent_id": _text(body["agent_id"], max_length=200), "session_id": ""}
     if "scope" in body:
         out["scope"] = _text(body["scope"], max_length=192)
     if "session_id" in body:
         out["session_id"] = _text(body["session_id"], blank=True, max_length=200)
+    if "tags" in body:
+        out["tags"] = _tags(body["tags"])
     return out
+
+
+def _tags(value: Any) -> list[str]:
+    _ok(tags.valid(value))
+    return value  # type: ignore[no-any-return]
 
 
 def plainly(check: Callable[[Any], dict[str, Any]], data: Any) -> dict[str, Any] | None:

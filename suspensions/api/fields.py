@@ -4,7 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .. import strictjson
+from .. import strictjson, tags
 from ..strictjson import MAX_SAFE_INTEGER
 
 
@@ -43,6 +43,23 @@ class JSONText(StrictStr):
         except strictjson.StrictJSONError as exc:
             raise serializers.ValidationError(f"Must be a string holding valid JSON: {exc}.") from None
         return text  # never a re-encoding: the retained text is the one sent
+
+
+class Tags(serializers.ListField):
+    """A run's or a pause's tags (suspensions/tags.py): at most 10 distinct, each 1 to 64 of [a-z0-9._:-]."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", "Your labels: " + tags.RULE + " Lists filter on them with `?tag=`.")
+        super().__init__(
+            child=StrictStr(max_length=tags.MAX_LENGTH, trim_whitespace=False), max_length=tags.MAX_TAGS, **kwargs
+        )
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        value = super().to_internal_value(data)
+        if not tags.valid(value):
+            raise serializers.ValidationError(tags.RULE)
+        return value  # type: ignore[no-any-return]
 
 
 class StrictBool(serializers.BooleanField):

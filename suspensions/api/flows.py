@@ -12,7 +12,8 @@ from .. import presenters, services
 from ..models import Reason
 from . import docs
 from .authentication import principal_of
-from .fields import AnyJSON, JSONObject, StrictInt, StrictStr
+from .fields import AnyJSON, JSONObject, StrictInt, StrictStr, Tags
+from .idempotency import idempotent
 from .serializers import Strict
 from .shapes import ClaimedOut, ParkedWaitOut
 from .views import created, validated
@@ -56,6 +57,7 @@ class ParkFlowWaitIn(Strict):
     decision_token = part(
         1024, required=False, help_text="Required for `reason: approval`: a secret the approver's side holds."
     )
+    tags = Tags()
 
 
 class DispatchResumeIn(Strict):
@@ -68,6 +70,7 @@ class DispatchResumeIn(Strict):
 
 class ParkFlowWait(APIView):
     @extend_schema(**docs.operation("park_flow_wait", request=ParkFlowWaitIn, ok={201: ParkedWaitOut}))
+    @idempotent
     def post(self, request: Request) -> Response:
         data = validated(ParkFlowWaitIn, request)
         parked = services.park_flow_wait(
@@ -77,6 +80,7 @@ class ParkFlowWait(APIView):
             reason=data["reason"],
             ttl_seconds=data.get("ttl_seconds"),
             decision_token=data.get("decision_token"),
+            tags=data.get("tags", ()),
         )
         return Response(presenters.parked_body(parked), status=201)
 

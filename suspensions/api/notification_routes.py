@@ -20,6 +20,7 @@ from ..services import notification_routes as routes
 from . import docs, shapes
 from . import serializers as s
 from .authentication import principal_of
+from .idempotency import idempotent
 from .views import validated
 
 ONE = {200: shapes.NotificationRouteOut}
@@ -47,6 +48,7 @@ class NotificationRouteList(generics.ListAPIView):
             "create_notification_route", request=s.CreateNotificationRoute, ok={201: shapes.NotificationRouteOut}
         )
     )
+    @idempotent
     def post(self, request: Request) -> Response:
         data = validated(s.CreateNotificationRoute, request)
         route = routes.create_route(principal=principal_of(request), **{"scope": None, **data})
@@ -66,6 +68,7 @@ class NotificationRouteDetail(APIView):
 
 class DisableNotificationRoute(APIView):
     @extend_schema(**docs.operation("disable_notification_route", ok=ONE))
+    @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         route = routes.set_active(principal=principal_of(request), route_id=pk, active=False)
         return Response(presenters.notification_route(route))
@@ -73,6 +76,7 @@ class DisableNotificationRoute(APIView):
 
 class EnableNotificationRoute(APIView):
     @extend_schema(**docs.operation("enable_notification_route", ok=ONE))
+    @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         route = routes.set_active(principal=principal_of(request), route_id=pk, active=True)
         return Response(presenters.notification_route(route))

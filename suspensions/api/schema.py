@@ -6,6 +6,9 @@
 - The headers of a 401 (the Bearer challenge) and a 503 (Retry-After).
 - Optional query filters ignore an empty value (django-filter's behaviour,
   which the console's GET forms rely on): `allowEmptyValue` says so.
+- The keyed creates (`@idempotent`, api/idempotency.py, which documents the
+  header): their `400` for a bad key, `409 idempotency_mismatch` and the
+  `Idempotent-Replayed` header of a replayed answer.
 - The bearer token and staff session schemes (imported in SuspensionsConfig.ready so they are
   registered before any schema is generated).
 """
@@ -15,7 +18,10 @@ from typing import Any
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
+from .. import exceptions
 from . import docs
+from .docs import samples
+from .idempotency import HEADER, REPLAYED
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -61,4 +67,47 @@ def problem_responses(result: dict[str, Any], generator: Any, request: Any, publ
             for parameter in operation.get("parameters", []):
                 if parameter.get("in") == "query" and not parameter.get("required"):
                     parameter["allowEmptyValue"] = True
+            if any(p.get("in") == "header" and p.get("name") == HEADER for p in operation.get("parameters", [])):
+                keyed(operation["responses"])
     return result
+
+
+# The refusals of a keyed create, beside the operation's own (docs.operation).
+KEYED_REFUSALS: dict[int, tuple[type[exceptions.ServiceError], str, str, str]] = {
+    400: (
+        exceptions.InvalidRequest,
+        "BadIdempotencyKey",
+        "a bad Idempotency-Key",
+        "The Idempotency-Key header is not valid.",
+    ),
+    409: (
+        exceptions.IdempotencyMismatch,
+        "KeyOfAnotherRequest",
+        "a key used for another request",
+        "this Idempotency-Key was first sent with another request (POST /api/v1/runs, another body or path); "
+        "use a new key for a new request",
+    ),
+}
+
+
+def keyed(responses: dict[str, Any]) -> None:
+    """Add a keyed create's refusals and the replay header to an operation's answers."""
+    for status, (error, name, summary, detail) in KEYED_REFUSALS.items():
+        answer = responses.setdefault(
+            str(status),
+            {"content": {docs.PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}, "description": ""},
+        )
+        line = f"- `{error.code}`: {docs.meaning(error.code)}"
+        if line not in answer["description"]:
+            answer["description"] = "\n".join(filter(None, [answer["description"], line]))
+        example = samples.problem(status, error.code, error.title, detail)
+        answer["content"][docs.PROBLEM_JSON].setdefault("examples", {})[name] = {
+            "value": example,
+            "summary": summary,
+        }
+    for code, answer in responses.items():
+        if code.startswith("2"):
+            answer.setdefault("headers", {})[REPLAYED] = {
+                "schema": {"type": "string", "enum": ["true"]},
+                "description": "Present on a replay: this is the first answer to the same key and request.",
+            }

@@ -12,7 +12,7 @@ from ..models import NotificationChannel, Reason, WebhookFormat
 from ..services.early import MAX_TTL as EARLY_MAX_TTL
 from ..services.notifications import ROUTE_EVENT_TYPES
 from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
-from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr
+from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr, Tags
 
 MAX_TTL = 10 * 365 * 86400
 
@@ -40,6 +40,7 @@ class RegisterRun(Strict):
     session_id = StrictStr(
         max_length=200, required=False, allow_blank=True, default="", help_text="Your session id; may be empty."
     )
+    tags = Tags()
 
 
 class RunConfig(Strict):
@@ -205,6 +206,7 @@ class Suspend(Strict):
         help_text="true: the answer holds a `callback_url` that resumes this pause with the one-shot resume body "
         "and no token, until its deadline.",
     )
+    tags = Tags()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         ids = [call["id"] for call in attrs["pending"]]

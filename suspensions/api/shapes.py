@@ -20,6 +20,7 @@ class RunOut(serializers.Serializer):
     revision = serializers.IntegerField()
     error = serializers.CharField()
     last_reason = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField(), help_text="The tags given at register.")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     suspension_id = serializers.SerializerMethodField()
@@ -64,6 +65,7 @@ class SuspensionSummaryOut(serializers.Serializer):
     run_revision = serializers.IntegerField()
     run_state = serializers.CharField()
     correlation_id = serializers.CharField(allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(), help_text="The run's tags, then the pause's own.")
 
 
 class SuspensionOut(serializers.Serializer):
@@ -77,6 +79,7 @@ class SuspensionOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
     correlation_id = serializers.CharField(allow_null=True)
     engine_version = serializers.CharField(allow_null=True, help_text="The engine's version when it paused, if given.")
+    tags = serializers.ListField(child=serializers.CharField(), help_text="The run's tags, then the pause's own.")
     run_revision = serializers.IntegerField(required=False)
     run_state = serializers.CharField(required=False)
 
@@ -290,6 +293,10 @@ class ApprovalOut(serializers.Serializer):
     admission_id = serializers.UUIDField(allow_null=True, help_text="The admission an approval created.")
     run_state = serializers.CharField(allow_null=True)
     version = VersionOut(allow_null=True, help_text="The claim version to decide with; null once decided.")
+    tags = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The pause's tags (its run's, then its own), kept after the pause is gone.",
+    )
 
 
 # -- webhooks (DESIGN §14) --------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ..models import Admission, Event, Role, Run, Suspension
 from . import bodies, docs, shapes
 from . import serializers as s
 from .authentication import principal_of
+from .idempotency import idempotent
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
 DECISION = PolymorphicProxySerializer("Decision", [shapes.ClaimedOut, shapes.DeniedOut], resource_type_field_name=None)
@@ -68,6 +69,7 @@ class RunList(generics.ListAPIView):
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
     @extend_schema(**docs.operation("register_run", request=s.RegisterRun, ok={201: shapes.RunOut}))
+    @idempotent
     def post(self, request: Request) -> Response:
         data = validated(s.RegisterRun, request)
         run = services.register_run(principal=principal_of(request), **data)
@@ -122,6 +124,7 @@ class Suspend(APIView):
             ttl_seconds=data.get("ttl_seconds"),
             approval=raw.get("approval"),
             engine_version=data.get("engine_version", ""),
+            tags=data.get("tags", ()),
         )
         url = callback_url(request, paused.suspension) if data.get("callback") else None
         return Response(presenters.paused_body(paused, url), status=201)

@@ -16,6 +16,7 @@ from ..services import webhooks
 from . import docs, shapes
 from . import serializers as s
 from .authentication import principal_of
+from .idempotency import idempotent
 from .views import validated
 
 ACCEPTED = {202: shapes.WebhookMessageOut}
@@ -41,6 +42,7 @@ class WebhookList(generics.ListAPIView):
     @extend_schema(
         **docs.operation("create_webhook", request=s.CreateWebhook, ok={201: shapes.WebhookEndpointSecretOut})
     )
+    @idempotent
     def post(self, request: Request) -> Response:
         data = validated(s.CreateWebhook, request)
         endpoint, secret = webhooks.create_endpoint(principal=principal_of(request), **{"scope": None, **data})
@@ -55,6 +57,7 @@ class WebhookDetail(APIView):
 
 class DisableWebhook(APIView):
     @extend_schema(**docs.operation("disable_webhook", ok={200: shapes.WebhookEndpointOut}))
+    @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint = webhooks.disable_endpoint(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint(endpoint))
@@ -62,6 +65,7 @@ class DisableWebhook(APIView):
 
 class EnableWebhook(APIView):
     @extend_schema(**docs.operation("enable_webhook", ok={200: shapes.WebhookEndpointOut}))
+    @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint = webhooks.enable_endpoint(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint(endpoint))
@@ -69,6 +73,7 @@ class EnableWebhook(APIView):
 
 class RotateWebhookSecret(APIView):
     @extend_schema(**docs.operation("rotate_webhook_secret", ok={200: shapes.WebhookEndpointSecretOut}))
+    @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint, secret = webhooks.rotate_secret(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint_with_secret(endpoint, secret))
@@ -76,6 +81,7 @@ class RotateWebhookSecret(APIView):
 
 class TestWebhook(APIView):
     @extend_schema(**docs.operation("test_webhook", ok=ACCEPTED))
+    @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         message = webhooks.send_test(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_message(message), status=202)
@@ -101,6 +107,7 @@ class WebhookMessages(generics.ListAPIView):
 
 class RedeliverMessage(APIView):
     @extend_schema(**docs.operation("redeliver_webhook_message", ok=ACCEPTED))
+    @idempotent
     def post(self, request: Request, pk: UUID, message_id: UUID) -> Response:
         message = webhooks.redeliver(principal=principal_of(request), endpoint_id=pk, message_id=message_id)
         return Response(presenters.webhook_message(message), status=202)

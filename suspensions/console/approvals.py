@@ -50,7 +50,7 @@ LOST = {
     "arguments_invalid": "The edited arguments do not match the call's schema; nothing was decided.",
 }
 
-INBOX_FILTERS = ("agent_id", "tool", "scope", "older_than", "expiring_within")
+INBOX_FILTERS = ("agent_id", "tool", "scope", "tag", "older_than", "expiring_within")
 # The inbox says "more than 1,000" rather than count a huge backlog to the last row.
 COUNT_CAP = 1000
 # Where a decision that arrived without a session waits for its approver to sign in again.

@@ -87,6 +87,7 @@ def inbox_row(s: Suspension, now: datetime) -> dict[str, Any]:
             {"name": str(c.get("name", "")), "preview": short(str(c.get("arguments", "")), 70)} for c in calls[:3]
         ],
         "more_calls": max(len(calls) - 3, 0),
+        "tags": list(s.tags),
         "age": age(s.created_at, now),
         "created_at": s.created_at.isoformat(),
         "deadline": countdown(s.expires_at, now),

@@ -4,6 +4,8 @@ Core tables here; the approval record and its votes in approvals.py, push tables
 """
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 
@@ -11,6 +13,7 @@ from ..ids import uuid7
 from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
 from .floors import ApprovalFloor
+from .idempotency import IdempotencyKey
 from .notifications import Notification, NotificationChannel, NotificationKind, NotificationRoute
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
 from .slack import SlackIdentity
@@ -32,6 +35,7 @@ __all__ = [
     "Event",
     "ExpiryReceipt",
     "FlowWait",
+    "IdempotencyKey",
     "Membership",
     "MessageStatus",
     "Notification",
@@ -68,6 +72,8 @@ class Run(Scoped):
     # Set when an early result is kept for this run (DESIGN §22), never cleared: read with the run lock,
     # it spares a pause of a run that never had one the look-up of its early results.
     has_early_results = models.BooleanField(default=False)
+    # The engine's labels (suspensions/tags.py): set at register, never changed.
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -76,7 +82,11 @@ class Run(Scoped):
             models.CheckConstraint(condition=Q(revision__gte=1), name="run_revision_gte_1"),
             models.CheckConstraint(condition=Q(state__in=RunState.values), name="run_state_valid"),
         ]
-        indexes = [models.Index(fields=["state", "updated_at"], name="run_state_updated")]
+        indexes = [
+            models.Index(fields=["state", "updated_at"], name="run_state_updated"),
+            # `?tag=` on runs: tags @> ARRAY[...].
+            GinIndex(fields=["tags"], name="run_tags"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.id} ({self.state}, rev {self.revision})"
@@ -99,6 +109,8 @@ class Suspension(Scoped):
     # The engine's own version when it paused (opaque; empty: not given): the drift guard of a resume or start.
     engine_version = models.CharField(max_length=200, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+    # The pause's own labels (suspensions/tags.py), beside its run's.
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     # expires_at with "no deadline" as the far future: a non-null sort key for
     # the deadline-ordered inbox and its cursor.
     deadline = models.DateTimeField()
@@ -115,6 +127,8 @@ class Suspension(Scoped):
             # A superuser's inbox (no scope filter) and the dashboard's "oldest pending approval".
             models.Index(fields=["reason", "deadline", "id"], name="suspension_inbox_all"),
             models.Index(fields=["reason", "created_at"], name="suspension_oldest"),
+            # `?tag=` on suspensions and approvals: tags @> ARRAY[...].
+            GinIndex(fields=["tags"], name="suspension_tags"),
         ]
 
     def __str__(self) -> str:
@@ -237,6 +251,8 @@ class Event(Scoped):
     revision = models.BigIntegerField()
     data = models.JSONField(default=dict)
     at = models.DateTimeField()
+    # Not a column: the tags its webhooks carry (services/claims.event sets them, services/announce.py reads them).
+    announce_tags: tuple[str, ...] = ()
 
     class Meta:
         indexes = [models.Index(fields=["run_id", "id"], name="event_timeline")]

@@ -1,5 +1,6 @@
 """The approval record opened with an `approval` pause, its policy, and its votes (DESIGN §4, §15)."""
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
@@ -34,6 +35,8 @@ class Approval(Scoped):
     # start, and an auditor must still see which calls were decided for which agent.
     agent_id = models.CharField(max_length=200, blank=True)
     pending = models.TextField(blank=True)
+    # The pause's tags (its run's, then its own), kept like the calls after the pause is gone.
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     requested_by = models.CharField(max_length=200, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING)

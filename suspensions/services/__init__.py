@@ -13,6 +13,7 @@ sql/        the hand-written SQL, in one place: rows.py (the run lock, a transit
 closure.py  T10 closure
 outbox.py   announced events (wakeups.py: the fan-out's coalesced wake-ups), delivery.py
 webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the module itself
+idempotency.py Idempotency-Keys of creates (DESIGN §22; the HTTP side is api/idempotency.py): import the module
 
 Wire shapes are rendered in suspensions/presenters.py, never here.
 """

@@ -32,8 +32,16 @@ def announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[
     """The (type, data) pairs an event announces: none, one or two (an approval admits work too).
 
     `extra` is what the event's own data lacks: `agent_id` and `tools` for an
-    approval pause, `reason` (the pause's) for a dispatch claim.
+    approval pause, `reason` (the pause's) for a dispatch claim, `tags` for a
+    new pause (else the event's own `announce_tags`). Tags are in `data.tags`
+    when there are any (DESIGN §22).
     """
+    tags = list(extra.get("tags", row.announce_tags))
+    for type_, data in _announced(row, extra):
+        yield type_, ({**data, "tags": tags} if tags else data)
+
+
+def _announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     d = row.data
     base = {"run_id": str(row.run_id), "scope": row.scope, "revision": row.revision}
     if row.kind in STATE_AFTER:

@@ -167,7 +167,20 @@ def event(run: Run, kind: str, actor: str, at: datetime, **data: Any) -> Event:
     """An unsaved Event of `run` at its current revision; `write_events` saves it in the change's transaction."""
     row = Event(run_id=run.id, kind=kind, actor=actor, revision=run.revision, data=data, at=at)
     row.stamp_scope(run.scope)
+    row.announce_tags = tags_of(run)
     return row
+
+
+def tags_of(run: Run) -> tuple[str, ...]:
+    """What an event of `run` is tagged with: its locked pause's tags (the run's and its own), else the run's.
+
+    The pause is the one the run lock read with the run (rows.select_locked_run); no query.
+    """
+    try:
+        live = run.suspension if Run.suspension.is_cached(run) else None
+    except Suspension.DoesNotExist:  # read, and there was none
+        live = None
+    return tuple(live.tags if live is not None else run.tags)
 
 
 def write_events(writes: Writes, *rows: Event, announce: Mapping[str, Any] | None = None) -> None:

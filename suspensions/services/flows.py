@@ -28,6 +28,7 @@ Decisions:
 """
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -153,6 +154,7 @@ def park_flow_wait(
     reason: str,
     ttl_seconds: int | None = None,
     decision_token: str | None = None,
+    tags: Sequence[str] = (),
 ) -> ParkedWait:
     """T1 + T2 for a flow wait: a new run paused under the envelope's store key, in one transaction.
 
@@ -175,7 +177,11 @@ def park_flow_wait(
     with transaction.atomic():
         _retire_stale(scope, key)
         run = register_run(
-            principal=principal, agent_id=f"{envelope.pack}/{envelope.flow}", scope=scope, session_id=parked.user_id
+            principal=principal,
+            agent_id=f"{envelope.pack}/{envelope.flow}",
+            scope=scope,
+            session_id=parked.user_id,
+            tags=tags,
         )
         suspension = suspend_run(
             principal=principal,

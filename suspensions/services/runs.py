@@ -4,7 +4,8 @@ Register inserts a new run; the others are doors of the one claim path
 (claiming.through), each in one transaction that locks the run first.
 """
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -12,7 +13,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import transaction
 
-from .. import digests, floors, scopes, selectors
+from .. import digests, floors, scopes, selectors, tags
 from ..clock import db_now
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
@@ -35,8 +36,15 @@ from .claims import (
 from .sql.rows import Writes
 
 
-def register_run(*, principal: Principal, agent_id: str, scope: str | None = None, session_id: str = "") -> Run:
-    """T1 register: a new run `running` at revision 1 in a scope the engine holds. No lock: a new row."""
+def register_run(
+    *,
+    principal: Principal,
+    agent_id: str,
+    scope: str | None = None,
+    session_id: str = "",
+    tags: Sequence[str] = (),
+) -> Run:
+    """T1 register: a new run `running` at revision 1 in a scope the engine holds, with its `tags`. No lock."""
     if scope is None:
         held = principal.scopes_with(Role.ENGINE)
         if len(held) != 1:
@@ -47,7 +55,7 @@ def register_run(*, principal: Principal, agent_id: str, scope: str | None = Non
     require(principal, Role.ENGINE, scope)
     with transaction.atomic():
         now = db_now()
-        run = Run(agent_id=agent_id, session_id=session_id, created_at=now, updated_at=now)
+        run = Run(agent_id=agent_id, session_id=session_id, tags=list(tags), created_at=now, updated_at=now)
         run.stamp_scope(scope)
         writes = Writes()
         writes.insert([run])
@@ -83,6 +91,7 @@ class Suspend(Door[Paused]):
     engine_version: str = ""
     applied: floors.Applied | None = None
     completes: early.Completion | None = None
+    tags: Sequence[str] = field(default=())
     role = Role.ENGINE
 
     def earlier(self, t: Locked) -> None:
@@ -123,9 +132,8 @@ class Suspend(Door[Paused]):
             **applied.event_data(),
         )
         # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
-        write_events(
-            t.writes, suspended, announce={"agent_id": run.agent_id, "tools": [c["name"] for c in self.pending]}
-        )
+        announce = {"agent_id": run.agent_id, "tools": [c["name"] for c in self.pending], "tags": suspension.tags}
+        write_events(t.writes, suspended, announce=announce)
         suspension.run = run
         if self.completes is None:
             return Paused(suspension)
@@ -146,6 +154,8 @@ class Suspend(Door[Paused]):
             engine_version=self.engine_version,
             expires_at=expires_at,
             deadline=expires_at or FAR_FUTURE,
+            # The run's tags, then the pause's own: a pause is found by either.
+            tags=tags.merged(t.run.tags, self.tags),
             created_at=t.now,
         )
         suspension.stamp_scope(t.run.scope)
@@ -169,6 +179,7 @@ def pause_run(
     correlation_id: str = "",
     approval: dict[str, Any] | None = None,
     engine_version: str = "",
+    tags: Sequence[str] = (),
 ) -> Paused:
     """T2 suspend: a running run at `revision` pauses; opens an approval for `approval` pauses.
 
@@ -187,6 +198,7 @@ def pause_run(
         correlation_id=correlation_id,
         policy=approval,
         engine_version=engine_version,
+        tags=tags,
     )
     return through(door, principal=principal, run_id=run_id)
 
@@ -200,6 +212,7 @@ def open_approval(t: Locked, suspension: Suspension, policy: dict[str, Any]) -> 
         run_id=t.run.id,
         agent_id=t.run.agent_id,
         pending=suspension.pending,
+        tags=suspension.tags,
         requested_by=t.principal.name,
         expires_at=suspension.expires_at,
         created_at=suspension.created_at,

@@ -114,8 +114,39 @@ def possible_errors(method: str, path: str, operation: dict[str, Any]) -> set[in
         has_query = any(parameter["in"] == "query" for parameter in operation.get("parameters", []))
         return allowed | ({400} if has_query else set())
     if "requestBody" not in operation:
-        return allowed | {409, 410}
+        # A keyed create refuses a bad Idempotency-Key, body or not.
+        return allowed | {409, 410} | ({400} if keyed_operation(operation) else set())
     return allowed | {400, 404, 409, 410, 413, 422}
+
+
+def keyed_operation(operation: dict[str, Any]) -> bool:
+    return any(p["in"] == "header" and p["name"] == "Idempotency-Key" for p in operation.get("parameters", []))
+
+
+# DESIGN §22: every POST that creates takes an Idempotency-Key, and only those.
+KEYED = {
+    "register_run",
+    "park_flow_wait",
+    "create_webhook",
+    "disable_webhook",
+    "enable_webhook",
+    "rotate_webhook_secret",
+    "test_webhook",
+    "redeliver_webhook_message",
+    "create_approval_floor",
+    "create_notification_route",
+    "disable_notification_route",
+    "enable_notification_route",
+}
+
+
+def test_the_posts_that_create_take_an_idempotency_key_and_document_its_409_and_replay_header():
+    assert {op_id for op_id, (_, _, operation) in BY_ID.items() if keyed_operation(operation)} == KEYED
+    for op_id in KEYED:
+        responses = BY_ID[op_id][2]["responses"]
+        assert "- `idempotency_mismatch`:" in responses["409"]["description"], op_id
+        assert "- `invalid_request`:" in responses["400"]["description"], op_id
+        assert all("Idempotent-Replayed" in responses[s]["headers"] for s in responses if s[0] == "2"), op_id
 
 
 @pytest.mark.parametrize("operation_id", sorted(BY_ID))

@@ -14,9 +14,10 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from suspensions_client import Client, ConnectionLost, Retry, StartUncertain, Unavailable
+from suspensions_client import Client, ConnectionLost, IdempotencyMismatch, Retry, StartUncertain, Unavailable
 
-from suspensions.models import Admission, Event, Run, Start, Suspension
+from suspensions.models import Admission, Event, Run, Start, Suspension, WebhookEndpoint
+from tests.helpers import envelope
 from tests.push.receivers import free_port
 
 from .conftest import cont, pending
@@ -84,12 +85,39 @@ def test_a_start_whose_answer_was_lost_is_start_uncertain_and_was_granted_once(e
     assert engine.latest_admission(pause.run_id).state == "started"
 
 
-def test_a_register_whose_answer_was_lost_is_not_resent(dying):
+def test_a_register_whose_answer_was_lost_is_resent_with_its_key_and_returns_the_one_run(dying):
     client, notices = dying("engine")
-    with pytest.raises(ConnectionLost) as lost:
-        client.register("once", scope="acme")
-    assert (lost.value.maybe_applied, lost.value.attempts, notices) == (True, 1, [])
-    assert Run.objects.filter(agent_id="once").count() == 1  # the first attempt's; a resend would make two
+    run = client.register("once", scope="acme")
+    assert [n.attempt for n in notices] == [1]
+    assert [str(pk) for pk in Run.objects.filter(agent_id="once").values_list("id", flat=True)] == [run.id]
+
+
+def test_a_webhook_create_whose_answer_was_lost_returns_the_one_endpoint_and_its_secret(dying):
+    client, notices = dying("operator")
+    endpoint = client.create_webhook("http://127.0.0.1:1/hooks", scope="acme")
+    assert len(notices) == 1
+    stored = WebhookEndpoint.objects.get()
+    assert (str(stored.id), stored.secret) == (endpoint.id, endpoint.secret)
+
+
+def test_a_park_whose_answer_was_lost_returns_the_first_parks_correlation_id(dying):
+    client, notices = dying("engine")
+    parked = client.park_flow_wait(envelope(), {"step": 1}, "external_tool")
+    assert len(notices) == 1
+    assert parked.correlation_id == Suspension.objects.get().correlation_id
+
+
+def test_the_caller_may_give_its_own_idempotency_key_and_a_second_call_with_it_is_a_replay(engine):
+    first = engine.register("mine", scope="acme", idempotency_key="order-42")
+    again = engine.register("mine", scope="acme", idempotency_key="order-42")
+    assert first == again and Run.objects.filter(agent_id="mine").count() == 1
+    with pytest.raises(IdempotencyMismatch):
+        engine.register("other", scope="acme", idempotency_key="order-42")
+
+
+def test_every_create_sends_a_new_key_so_two_calls_are_two_runs(engine):
+    assert engine.register("twice", scope="acme") != engine.register("twice", scope="acme")
+    assert Run.objects.filter(agent_id="twice").count() == 2
 
 
 class Flaky:

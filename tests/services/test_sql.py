@@ -22,10 +22,10 @@ from django.utils.dateparse import parse_datetime
 
 from suspensions import presenters, services
 from suspensions.clock import db_now
-from suspensions.models import Event, OutboxEvent, Run, WebhookMessage
+from suspensions.models import Event, IdempotencyKey, OutboxEvent, Run, WebhookMessage
 from suspensions.services import announce, delivery, fan_out_steps, outbox
 from suspensions.services.claims import event
-from suspensions.services.sql import expiry, push, rows
+from suspensions.services.sql import expiry, idempotency, push, rows
 from tests.helpers import pause
 
 from ..push.conftest import make_endpoint, paused
@@ -66,6 +66,11 @@ def test_every_insert_in_the_hand_written_sql_names_every_column_of_its_table():
         model = {m._meta.db_table: m for m in (Event, OutboxEvent, *_models())}[getattr(module, found.group(1))]
         named = {c.strip() for c in found.group(2).split(",")}
         assert named == inserted_columns(model), f"INSERT INTO {model.__name__}: {named ^ inserted_columns(model)}"
+
+
+def test_the_take_of_an_idempotency_key_writes_every_column_of_its_table():
+    named = set(re.findall(r'"(\w+)"', idempotency.TAKE.split(" VALUES ")[0]))
+    assert named == inserted_columns(IdempotencyKey)
 
 
 def _models() -> list[type[Model]]:

@@ -22,7 +22,7 @@ from . import claims, floors, flows, notification_routes, runs, webhooks
 from . import samples as v
 from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc, refusal
 
-__all__ = ["EXAMPLES", "FIELD_HELP", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "operation"]
+__all__ = ["EXAMPLES", "FIELD_HELP", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "meaning", "operation"]
 
 PROBLEM_JSON = "application/problem+json"
 _DOORS = (runs, claims, flows, floors, webhooks, notification_routes)
@@ -78,7 +78,8 @@ ANSWERS = {
 }
 
 
-def _meaning(code: str) -> str:
+def meaning(code: str) -> str:
+    """What a code means, as the caller reads it next to the code."""
     return MEANING.get(code) or TITLES.get(code, "").lower() or code
 
 
@@ -113,7 +114,7 @@ def _standard(doc: Doc, status: int) -> list[OpenApiExample]:
 
 def _problem(doc: Doc, status: int, examples: list[OpenApiExample]) -> OpenApiResponse:
     codes = {**ALWAYS, **doc.errors}.get(status, ())
-    lines = [f"- `{code}`: {_meaning(code)}" for code in codes]
+    lines = [f"- `{code}`: {meaning(code)}" for code in codes]
     if status == 403 and "forbidden" not in codes:
         lines.append(f"- {SESSION_ONLY}")
     return OpenApiResponse(Problem, description="\n".join(lines), examples=examples)

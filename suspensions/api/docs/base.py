@@ -71,6 +71,8 @@ MEANING = {
     "admission_conflict": "a different request already claimed this pause; names both digests",
     "reply_mismatch": "`reply_with` is not the pending call's",
     "resume_already_started": "this admission was started already; carries the start receipt",
+    "idempotency_mismatch": "this `Idempotency-Key` was first used for another request (body, path or method); "
+    "names it",
     "closure_conflict": "a different closure request already closed this run; names both digests",
     "wrong_gate": "a flow wait is resumed only by its correlation id, through `/dispatch/resume`",
     "suspension_expired": "the pause passed its deadline; the sweep will expire the run",

@@ -177,6 +177,7 @@ APPROVAL = {
     "admission_id": None,
     "run_state": "paused",
     "version": v.version(),
+    "tags": ["team:support"],
 }
 FIRST_START = v.claimed(
     v.admission("approval", actor=v.APPROVER, fresh=False),

@@ -195,7 +195,7 @@ KEPT = {"run_id": v.RUN_ID, "call_id": "call_1", "digest": v.REQUEST_DIGEST, "ex
 
 EXAMPLES: dict[str, list[OpenApiExample]] = {
     "register_run": [
-        ex("token scope", {"agent_id": "support-agent", "session_id": "sess-1"}),
+        ex("token scope", {"agent_id": "support-agent", "session_id": "sess-1", "tags": ["team:support"]}),
         ex("a named scope", {"agent_id": "support-agent", "scope": "demo/prod"}),
         answer("registered", v.run(), 201),
     ],

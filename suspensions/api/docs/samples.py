@@ -162,6 +162,7 @@ def run(**fields: Any) -> dict[str, Any]:
         "revision": 1,
         "error": "",
         "last_reason": "",
+        "tags": ["team:support"],
         "created_at": AT,
         "updated_at": AT,
         "suspension_id": None,
@@ -182,6 +183,7 @@ def pause(call: dict[str, Any] = TOOL_CALL, **fields: Any) -> dict[str, Any]:
         "created_at": AT,
         "correlation_id": None,
         "engine_version": None,
+        "tags": ["team:support"],
         **fields,
     }
 
@@ -200,6 +202,7 @@ def pause_row(**fields: Any) -> dict[str, Any]:
         "run_revision": 2,
         "run_state": "paused",
         "correlation_id": None,
+        "tags": ["team:support"],
         **fields,
     }
 

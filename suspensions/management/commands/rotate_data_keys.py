@@ -1,11 +1,11 @@
-"""Seal every webhook secret again under the first of DATA_ENCRYPTION_KEYS (the middle step of a key rotation)."""
+"""Seal every webhook secret (and kept Idempotency-Key answer) again under the first DATA_ENCRYPTION_KEYS key."""
 
 from typing import Any
 
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from ...models import WebhookEndpoint
+from ...models import IdempotencyKey, WebhookEndpoint
 
 
 class Command(BaseCommand):
@@ -24,3 +24,9 @@ class Command(BaseCommand):
                 endpoint.save(update_fields=["secret", "previous_secret"])
             done += 1
         self.stdout.write(f"{done} webhook endpoint(s) sealed under the first key.")
+        # A keyed create's kept answer may hold a secret too (services/idempotency.py); each is written once.
+        kept = 0
+        for key in IdempotencyKey.objects.exclude(body="").only("body").iterator():
+            key.save(update_fields=["body"])
+            kept += 1
+        self.stdout.write(f"{kept} kept Idempotency-Key answer(s) sealed under the first key.")

@@ -7,7 +7,9 @@ Everything else is the ORM. One module per user:
 - expiry.py: the sweep's re-read of a locked batch and its set-based writes
   (DESIGN §6, T9), for services/sweep.py;
 - push.py: the fan-out's hold (`HOLD`) and a delivery's claim
-  (`CLAIM_MESSAGE`), for services/fan_out_steps.py and services/delivery.py.
+  (`CLAIM_MESSAGE`), for services/fan_out_steps.py and services/delivery.py;
+- idempotency.py: the take of an Idempotency-Key (`TAKE`: INSERT ... ON
+  CONFLICT, which the ORM cannot say with its WHERE), for services/idempotency.py.
 
 Every INSERT written by hand names every column of its table:
 tests/services/test_sql.py holds each column list to the models (and so to

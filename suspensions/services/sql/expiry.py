@@ -8,7 +8,7 @@ DESIGN §14), in one round trip.
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -66,6 +66,7 @@ class Due:
     admission_id: UUID | None = None
     request_digest: str = ""
     extend_seconds: int = 0  # an escalation's move of the deadline
+    tags: list[str] = field(default_factory=list)  # the pause's, for its webhooks (DESIGN §22)
 
     @property
     def new_deadline(self) -> datetime:
@@ -80,7 +81,7 @@ def due_rows(runs: dict[UUID, tuple[str, int, str]], now: datetime) -> tuple[lis
     """
     found = _execute(
         f"SELECT s.id, s.run_id, s.reason, s.expires_at, a.id, a.state, a.request_digest, "
-        f"p.on_expiry, p.extend_seconds, p.escalated_at "
+        f"p.on_expiry, p.extend_seconds, p.escalated_at, s.tags "
         f"FROM {_rows('id uuid')} JOIN {SUSPENSION} s ON s.run_id = v.id "
         f"LEFT JOIN {ADMISSION} a ON a.run_id = s.run_id AND a.suspension_id = s.id "
         f"LEFT JOIN {APPROVAL} p ON p.suspension_id = s.id",
@@ -90,11 +91,11 @@ def due_rows(runs: dict[UUID, tuple[str, int, str]], now: datetime) -> tuple[lis
     left: list[UUID] = []
     for row_values in found:
         suspension_id, run_id, reason, expires_at, admission_id, admission_state, request_digest = row_values[:7]
-        on_expiry, extend_seconds, escalated_at = row_values[7:]
+        on_expiry, extend_seconds, escalated_at, tags = row_values[7:]
         if expires_at is None or expires_at > now:
             continue
         state, revision, scope = runs[run_id]
-        row = Due(run_id, scope, revision, suspension_id, reason, expires_at, kind=PAUSED)
+        row = Due(run_id, scope, revision, suspension_id, reason, expires_at, kind=PAUSED, tags=tags)
         if state in TERMINAL_STATES:
             row.kind = ORPHAN
         elif state == RunState.RUNNING:
@@ -218,6 +219,12 @@ def _insert_events(rows: list[Due], now: datetime) -> Statement:
 
 
 def _announced(row: Due) -> tuple[str, dict[str, Any]]:
+    """The outbox row of an expired pause or an escalation, with the pause's tags when it has any (DESIGN §22)."""
+    type_, data = _announcement(row)
+    return type_, ({**data, "tags": list(row.tags)} if row.tags else data)
+
+
+def _announcement(row: Due) -> tuple[str, dict[str, Any]]:
     """The outbox row of an expired pause (`suspension.expired`) or an escalation (`approval.escalated`)."""
     if row.kind == ESCALATED:
         return EventType.APPROVAL_ESCALATED, announce.escalated_data(

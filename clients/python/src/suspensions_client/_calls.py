@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 from urllib.parse import urlsplit
 
-from ._transport import API_PREFIX, Call, Flow, ask
+from ._transport import API_PREFIX, Call, Flow, ask, keyed
 from .claims import Admission, Claimed, Denial, EarlyResult, LatestAdmission, Vote
 from .errors import AlreadySuspended, ResumeAlreadyStarted, StartUncertain, SuspensionsError, VersionConflict
 from .models import JSON, Event, Page, Run, Suspension, SuspensionSummary, Version
@@ -36,6 +36,7 @@ AdmissionRef = str | Admission | HasAdmission
 
 
 class RunFilters(TypedDict, total=False):
+    tag: str | Sequence[str]
     state: str
     agent_id: str
     reason: str
@@ -49,6 +50,7 @@ class RunFilters(TypedDict, total=False):
 
 
 class SuspensionFilters(TypedDict, total=False):
+    tag: str | Sequence[str]
     reason: str
     agent_id: str
     tool: str
@@ -85,12 +87,16 @@ def compact(**fields: Any) -> JSON:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def query(**params: Any) -> dict[str, str]:
-    out = {}
+def query(**params: Any) -> dict[str, str | list[str]]:
+    """Query parameters as strings; a list (`tag=["a", "b"]`) repeats its parameter."""
+    out: dict[str, str | list[str]] = {}
     for key, value in params.items():
         if value is None:
             continue
-        out[key] = value.isoformat() if isinstance(value, datetime) else str(value)
+        if isinstance(value, (list, tuple)):
+            out[key] = [str(item) for item in value]
+        else:
+            out[key] = value.isoformat() if isinstance(value, datetime) else str(value)
     return out
 
 
@@ -133,10 +139,21 @@ def finished_as(state: str, run_id: str, revision: int) -> Callable[[Suspensions
 # -- runs -----------------------------------------------------------------------------------
 
 
-def register(agent_id: str, *, scope: str | None = None, session_id: str | None = None) -> Call[Run]:
-    """T1: a new run, `running` at revision 1. Not resent after a lost answer: that would register a second run."""
-    body = compact(agent_id=agent_id, scope=scope, session_id=session_id)
-    return Call("POST", "/runs", of(Run.from_json), body, resend=False)
+def register(
+    agent_id: str,
+    *,
+    scope: str | None = None,
+    session_id: str | None = None,
+    tags: Sequence[str] | None = None,
+    idempotency_key: str | None = None,
+) -> Call[Run]:
+    """T1: a new run, `running` at revision 1, with its `tags` (at most 10 of `[a-z0-9._:-]{1,64}`).
+
+    Sent with an `Idempotency-Key` (`idempotency_key`, or a new one), so a
+    resend after a lost answer returns the run the first attempt registered.
+    """
+    body = compact(agent_id=agent_id, scope=scope, session_id=session_id, tags=list(tags) if tags else None)
+    return keyed("POST", "/runs", of(Run.from_json), body, idempotency_key=idempotency_key)
 
 
 def list_runs(**filters: Unpack[RunFilters]) -> Call[Page[Run]]:
@@ -166,13 +183,15 @@ def suspend(
     approval: Mapping[str, Any] | None = None,
     engine_version: str | None = None,
     callback: bool | None = None,
+    tags: Sequence[str] | None = None,
 ) -> Call[Suspension]:
     """T2: pause the run. `pending` calls are sent as given (`arguments` a string holding JSON).
 
     `engine_version` arms the version-drift guard of its resume or start;
     `callback=True` (external_tool pauses) asks for a `callback_url`. An
     external_tool pause whose calls all have early results comes back resumed
-    (`Suspension.resume`).
+    (`Suspension.resume`). `tags`: the pause's own, after its run's (the
+    answer's `tags` holds both).
 
     A suspend is not a replay: resent after a lost answer it is refused as stale
     or already paused, and the client then reads back the pause the first
@@ -188,6 +207,7 @@ def suspend(
         approval=dict(approval) if approval is not None else None,
         engine_version=engine_version,
         callback=callback,
+        tags=list(tags) if tags else None,
     )
 
     def recover(error: SuspensionsError) -> Flow[Suspension]:

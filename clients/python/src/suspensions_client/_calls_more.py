@@ -1,9 +1,10 @@
 """The other endpoints, each as one `Call`: approvals read, receipts, closures, flow waits, discovery, webhooks,
 approval floors.
 
-docs/api.md §7.3-§7.9. Writes that a resend could do twice (create a webhook,
-rotate its secret, send a test, redeliver, park a flow wait) are not resent
-after a lost answer: `ConnectionLost(maybe_applied=True)` says so instead.
+docs/api.md §7.3-§7.9. Writes that a resend could do twice (park a flow wait,
+create a webhook, rotate its secret, send a test, redeliver, create a floor)
+carry an `Idempotency-Key` (`keyed`), so a resend after a lost answer gets the
+first answer back. Deleting a floor is not resent: `ConnectionLost(maybe_applied=True)`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ._calls import VersionRef, compact, of, page_of, query, version_of
-from ._transport import Call
+from ._transport import Call, keyed
 from .claims import Claimed
 from .models import Page
 from .records import (
@@ -88,10 +89,13 @@ def park_flow_wait(
     *,
     ttl_seconds: int | None = None,
     decision_token: str | None = None,
+    tags: Sequence[str] | None = None,
+    idempotency_key: str | None = None,
 ) -> Call[ParkedWait]:
     """Park a correlation-keyed wait; embed the answer's `correlation_id` in the dispatch.
 
-    Not resent after a lost answer: every park mints a new nonce.
+    Every park mints a new nonce; sent with an `Idempotency-Key`, a resend
+    after a lost answer gets the first park's correlation id back.
     """
     body = compact(
         envelope=dict(envelope),
@@ -99,8 +103,9 @@ def park_flow_wait(
         reason=reason,
         ttl_seconds=ttl_seconds,
         decision_token=decision_token,
+        tags=list(tags) if tags else None,
     )
-    return Call("POST", "/flow-waits", of(ParkedWait.from_json), body, resend=False)
+    return keyed("POST", "/flow-waits", of(ParkedWait.from_json), body, idempotency_key=idempotency_key)
 
 
 def dispatch_resume(
@@ -128,8 +133,12 @@ def create_webhook(
     event_types: Sequence[str] | None = None,
     format: str | None = None,  # noqa: A002 - the wire name
     description: str | None = None,
+    idempotency_key: str | None = None,
 ) -> Call[WebhookEndpoint]:
-    """A new endpoint; the answer's `secret` (`whsec_...`) is shown this once."""
+    """A new endpoint; the answer's `secret` (`whsec_...`) is shown this once.
+
+    A resend after a lost answer carries the same `Idempotency-Key` and gets the first answer back.
+    """
     body = compact(
         url=url,
         scope=scope,
@@ -137,7 +146,7 @@ def create_webhook(
         format=format,
         description=description,
     )
-    return Call("POST", "/webhooks", of(WebhookEndpoint.from_json), body, resend=False)
+    return keyed("POST", "/webhooks", of(WebhookEndpoint.from_json), body, idempotency_key=idempotency_key)
 
 
 def list_webhooks(*, cursor: str | None = None, page_size: int | None = None) -> Call[Page[WebhookEndpoint]]:
@@ -151,24 +160,31 @@ def get_webhook(endpoint_id: str) -> Call[WebhookEndpoint]:
     return Call("GET", f"/webhooks/{endpoint_id}", of(WebhookEndpoint.from_json))
 
 
-def disable_webhook(endpoint_id: str) -> Call[WebhookEndpoint]:
+def disable_webhook(endpoint_id: str, *, idempotency_key: str | None = None) -> Call[WebhookEndpoint]:
     """Stop delivering (messages are kept); disabling a disabled endpoint changes nothing."""
-    return Call("POST", f"/webhooks/{endpoint_id}/disable", of(WebhookEndpoint.from_json))
+    path = f"/webhooks/{endpoint_id}/disable"
+    return keyed("POST", path, of(WebhookEndpoint.from_json), idempotency_key=idempotency_key)
 
 
-def enable_webhook(endpoint_id: str) -> Call[WebhookEndpoint]:
+def enable_webhook(endpoint_id: str, *, idempotency_key: str | None = None) -> Call[WebhookEndpoint]:
     """Deliver again (after a disable or a receiver's 410); enabling an active endpoint changes nothing."""
-    return Call("POST", f"/webhooks/{endpoint_id}/enable", of(WebhookEndpoint.from_json))
+    path = f"/webhooks/{endpoint_id}/enable"
+    return keyed("POST", path, of(WebhookEndpoint.from_json), idempotency_key=idempotency_key)
 
 
-def rotate_webhook_secret(endpoint_id: str) -> Call[WebhookEndpoint]:
-    """A new secret (in the answer only); the previous one keeps signing beside it for 24 hours."""
-    return Call("POST", f"/webhooks/{endpoint_id}/rotate-secret", of(WebhookEndpoint.from_json), resend=False)
+def rotate_webhook_secret(endpoint_id: str, *, idempotency_key: str | None = None) -> Call[WebhookEndpoint]:
+    """A new secret (in the answer only); the previous one keeps signing beside it for 24 hours.
+
+    A resend after a lost answer carries the same `Idempotency-Key` and gets the first answer back.
+    """
+    path = f"/webhooks/{endpoint_id}/rotate-secret"
+    return keyed("POST", path, of(WebhookEndpoint.from_json), idempotency_key=idempotency_key)
 
 
-def test_webhook(endpoint_id: str) -> Call[WebhookMessage]:
-    """Queue a signed `webhook.test` event for this endpoint (202)."""
-    return Call("POST", f"/webhooks/{endpoint_id}/test", of(WebhookMessage.from_json), resend=False)
+def test_webhook(endpoint_id: str, *, idempotency_key: str | None = None) -> Call[WebhookMessage]:
+    """Queue a signed `webhook.test` event for this endpoint (202); a resend queues no second one."""
+    path = f"/webhooks/{endpoint_id}/test"
+    return keyed("POST", path, of(WebhookMessage.from_json), idempotency_key=idempotency_key)
 
 
 def webhook_messages(
@@ -179,10 +195,10 @@ def webhook_messages(
     return Call("GET", f"/webhooks/{endpoint_id}/messages", page_of(WebhookMessage.from_json), params=params)
 
 
-def redeliver(endpoint_id: str, message_id: str) -> Call[WebhookMessage]:
-    """Make a delivered or failed message pending again, due now (202)."""
+def redeliver(endpoint_id: str, message_id: str, *, idempotency_key: str | None = None) -> Call[WebhookMessage]:
+    """Make a delivered or failed message pending again, due now (202); a resend redelivers it once."""
     path = f"/webhooks/{endpoint_id}/messages/{message_id}/redeliver"
-    return Call("POST", path, of(WebhookMessage.from_json), resend=False)
+    return keyed("POST", path, of(WebhookMessage.from_json), idempotency_key=idempotency_key)
 
 
 # -- approval floors (operator) -------------------------------------------------------------
@@ -195,10 +211,11 @@ def create_approval_floor(
     exclude_requester: bool | None = None,
     on_expiry: Sequence[str] | None = None,
     require_linked_person: bool | None = None,
+    idempotency_key: str | None = None,
 ) -> Call[ApprovalFloor]:
     """A new approval floor on `scope` (one per scope); fields left out take their defaults.
 
-    Not resent after a lost answer: a resend would meet the floor it made (400).
+    A resend after a lost answer carries the same `Idempotency-Key` and gets the first answer back.
     """
     body = compact(
         scope=scope,
@@ -207,7 +224,7 @@ def create_approval_floor(
         on_expiry=list(on_expiry) if on_expiry is not None else None,
         require_linked_person=require_linked_person,
     )
-    return Call("POST", "/approval-floors", of(ApprovalFloor.from_json), body, resend=False)
+    return keyed("POST", "/approval-floors", of(ApprovalFloor.from_json), body, idempotency_key=idempotency_key)
 
 
 def list_approval_floors(*, cursor: str | None = None, page_size: int | None = None) -> Call[Page[ApprovalFloor]]:

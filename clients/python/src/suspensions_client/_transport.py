@@ -14,6 +14,7 @@ import asyncio
 import json
 import random
 import time
+import uuid
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
@@ -42,7 +43,8 @@ class Send:
     method: str
     path: str
     content: bytes | None
-    params: Mapping[str, str] | None
+    params: Mapping[str, Any] | None
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,15 +70,30 @@ class Call(Generic[T]):
     (every claim is a replay then). `recover`: for writes that are not replays
     (suspend, complete, fail, cancel, start), what the refusal of a resend
     means; it reads back what the first attempt did, or raises.
+    `idempotency_key`: sent as `Idempotency-Key` on every attempt, so a create
+    resent after a lost answer gets the first answer back (`keyed`).
     """
 
     method: str
     path: str
     parse: Callable[[Any, int], T]
     body: Any = None
-    params: Mapping[str, str] | None = None
+    params: Mapping[str, Any] | None = None
     resend: bool = True
     recover: Callable[[SuspensionsError], Flow[T]] | None = None
+    idempotency_key: str | None = None
+
+
+def keyed(
+    method: str, path: str, parse: Callable[[Any, int], T], body: Any = None, *, idempotency_key: str | None = None
+) -> Call[T]:
+    """A create, sent with an `Idempotency-Key` (the caller's, or a new UUID4) and so safely resent.
+
+    The key is made once per call, here: every attempt of this call carries
+    it, and the server answers a resend with the first answer (24 hours).
+    """
+    key = idempotency_key if idempotency_key is not None else str(uuid.uuid4())
+    return Call(method, path, parse, body, idempotency_key=key)
 
 
 # What a flow yields; the drivers dispatch on the type.
@@ -142,7 +159,7 @@ def exchange(call: Call[T], retry: Retry) -> Flow[T]:
     lost_answer = False  # an earlier attempt reached the server and its answer never came
     for attempt in range(1, retry.attempts + 1):
         try:
-            answer: Answer = yield Send(call.method, call.path, content, call.params)
+            answer: Answer = yield Send(call.method, call.path, content, call.params, call.idempotency_key)
         except httpx.TransportError as exc:
             reached = not isinstance(exc, NOT_SENT)
             if attempt == retry.attempts or (reached and not call.resend):
@@ -184,6 +201,8 @@ def answer_of(response: httpx.Response) -> Answer:
 
 def request_args(step: Send) -> dict[str, Any]:
     headers = {"Content-Type": "application/json"} if step.content is not None else {}
+    if step.idempotency_key is not None:
+        headers["Idempotency-Key"] = step.idempotency_key
     return {
         "method": step.method,
         "url": API_PREFIX + step.path,

@@ -21,9 +21,10 @@ class ConnectionLost(ClientError):
     """No answer came, after every attempt the retry policy allowed (the transport error is `__cause__`).
 
     `maybe_applied` is true when a request reached the server and its answer was
-    lost: the write may have happened. For a replayable call the retries already
-    settled that; this is raised for the writes that a resend cannot settle
-    (register, create a webhook, park a flow wait, rotate a secret).
+    lost: the write may have happened. Claims replay and creates carry an
+    `Idempotency-Key`, so their retries settle that; this is raised when every
+    attempt allowed was lost, or for the writes a resend cannot settle (deleting
+    an approval floor).
     """
 
     def __init__(self, message: str, *, maybe_applied: bool, attempts: int) -> None:
@@ -269,6 +270,12 @@ class VersionDrift(Conflict):
         return str(self.problem.get("pause_engine_version", ""))
 
 
+class IdempotencyMismatch(Conflict):
+    """The `Idempotency-Key` given was first used for another request (`problem["first_request"]` names it)."""
+
+    code = "idempotency_mismatch"
+
+
 class SuspensionExpired(Gone):
     code = "suspension_expired"
 
@@ -330,6 +337,7 @@ BY_CODE: dict[str, type[SuspensionsError]] = {
         WrongGate,
         VoteMismatch,
         VersionDrift,
+        IdempotencyMismatch,
         SuspensionExpired,
         InputTooLarge,
         RequestTooLarge,

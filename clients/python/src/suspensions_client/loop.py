@@ -95,6 +95,7 @@ def pause_for_approval(
     approval: Mapping[str, Any] | None = None,
     revision: int | None = None,
     engine_version: str | None = None,
+    tags: Sequence[str] | None = None,
 ) -> Call[Suspension]:
     """Pause the run until an approver decides on `calls` (T2 with reason `approval`).
 
@@ -104,7 +105,7 @@ def pause_for_approval(
     the Claimed of the last start), whose revision it uses. `engine_version`:
     a start from another version then raises `VersionDrift` unless it accepts it.
     """
-    options = {"ttl_seconds": ttl_seconds, "approval": approval, "engine_version": engine_version}
+    options = {"ttl_seconds": ttl_seconds, "approval": approval, "engine_version": engine_version, "tags": tags}
     return paused("approval", run, calls, continuation, revision=revision, **options)
 
 
@@ -117,6 +118,7 @@ def pause_for_tools(
     revision: int | None = None,
     engine_version: str | None = None,
     callback: bool | None = None,
+    tags: Sequence[str] | None = None,
 ) -> Call[Suspension]:
     """Pause the run until the results of `calls` come back (T2 with reason `external_tool`).
 
@@ -128,7 +130,7 @@ def pause_for_tools(
     `callback=True` gives `pause.callback_url`, which a third party may POST
     the resume body to without a token. `engine_version` arms the drift guard.
     """
-    options = {"ttl_seconds": ttl_seconds, "engine_version": engine_version, "callback": callback}
+    options = {"ttl_seconds": ttl_seconds, "engine_version": engine_version, "callback": callback, "tags": tags}
     return paused("external_tool", run, calls, continuation, revision=revision, **options)
 
 

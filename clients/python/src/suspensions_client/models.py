@@ -72,6 +72,7 @@ class Run:
     created_at: datetime
     updated_at: datetime
     suspension_id: str | None
+    tags: tuple[str, ...] = ()
     raw: JSON = raw_field()
 
     @classmethod
@@ -88,6 +89,7 @@ class Run:
             created_at=at(data["created_at"]),
             updated_at=at(data["updated_at"]),
             suspension_id=optional_str(data.get("suspension_id")),
+            tags=tuple(data.get("tags", ())),
             raw=data,
         )
 
@@ -175,6 +177,7 @@ class Suspension:
     callback_url: str | None = None
     # The answer to a pause whose early results answered every call: the one-shot resume it made.
     resume: Claimed | None = None
+    tags: tuple[str, ...] = ()
     raw: JSON = raw_field()
 
     @classmethod
@@ -198,6 +201,7 @@ class Suspension:
             engine_version=data.get("engine_version"),
             callback_url=data.get("callback_url"),
             resume=Claimed.from_json(resume) if resume else None,
+            tags=tuple(data.get("tags", ())),
             raw=data,
         )
 
@@ -224,6 +228,7 @@ class SuspensionSummary:
     run_revision: int
     run_state: str
     correlation_id: str | None
+    tags: tuple[str, ...] = ()
     raw: JSON = raw_field()
 
     @classmethod
@@ -240,6 +245,7 @@ class SuspensionSummary:
             run_revision=data["run_revision"],
             run_state=data["run_state"],
             correlation_id=data.get("correlation_id"),
+            tags=tuple(data.get("tags", ())),
             raw=data,
         )
 

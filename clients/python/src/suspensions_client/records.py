@@ -38,6 +38,7 @@ class Approval:
     response: str | None = None
     escalated_at: datetime | None = None
     floor: JSON | None = None
+    tags: tuple[str, ...] = ()
     raw: JSON = raw_field()
 
     @classmethod
@@ -66,6 +67,7 @@ class Approval:
             response=data.get("response"),
             escalated_at=when(data.get("escalated_at")),
             floor=data.get("floor"),
+            tags=tuple(data.get("tags", ())),
             raw=data,
         )
 
