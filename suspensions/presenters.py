@@ -407,6 +407,8 @@ def slack_text(event: OutboxEvent) -> str:
             f"in {_esc(event.scope)}. Deadline: {deadline}."
         )
         return f"{text} <{link}|Approve or deny>"
+    if event.type == EventType.AUDIT_CHECKPOINT:
+        return f"Audit checkpoint {d.get('seq')}: root {d.get('root')} over {d.get('runs')} changed runs, signed."
     link = f"{base}/console/runs/{d.get('run_id')}/"
     detail = f" ({d['decision']} by {_esc(d.get('decided_by', ''))})" if "decision" in d else ""
     text = f"{event.type}{detail}: run {d.get('run_id')} in {_esc(event.scope)} is {d.get('state', '?')}."

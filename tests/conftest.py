@@ -99,3 +99,15 @@ def token() -> Callable[..., str]:
 @pytest.fixture
 def engine(db: None, token: Callable[..., str]) -> APIClient:
     return client(token("acme", ["engine"], "engine"))
+
+
+@pytest.fixture
+def chains_intact(db: None) -> Iterator[None]:
+    """After the test, every run's audit chain, read from the events API, recomputes in Python (DESIGN §20).
+
+    Modules whose tests drive transitions of every kind use it (pytestmark), so each door's events are held to it.
+    """
+    yield
+    from .helpers import assert_chains_intact
+
+    assert_chains_intact()

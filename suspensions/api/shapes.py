@@ -41,6 +41,11 @@ class EventOut(serializers.Serializer):
     revision = serializers.IntegerField()
     data = serializers.JSONField()  # type: ignore[assignment]
     at = serializers.DateTimeField()
+    prev_hash = serializers.CharField(help_text="The hash of the run's previous event; 64 zeros for its first.")
+    hash = serializers.CharField(
+        help_text="SHA-256 (lowercase hex) over prev_hash, a newline and the canonical JSON of "
+        "{id, run_id, scope, kind, actor, revision, data, at}: the run's audit chain."
+    )
 
 
 class PendingCallOut(serializers.Serializer):

@@ -2,6 +2,7 @@
 
 from drf_spectacular.utils import OpenApiExample
 
+from ... import audit
 from . import samples as v
 from .base import Doc, answer, ex, refusal
 
@@ -150,6 +151,18 @@ SUSPEND_POLICY_EXAMPLES: list[OpenApiExample] = [
     )
 ]
 
+# A run's first event; its hash is the real one, so a reader can check the example by hand (docs/auditors.md).
+REGISTERED = {
+    "id": 2,
+    "run_id": v.RUN_ID,
+    "scope": "demo",
+    "kind": "registered",
+    "actor": v.ENGINE,
+    "revision": 1,
+    "data": {"agent_id": "support-agent"},
+    "at": v.AT,
+}
+
 EXAMPLES: dict[str, list[OpenApiExample]] = {
     "register_run": [
         ex("token scope", {"agent_id": "support-agent", "session_id": "sess-1"}),
@@ -161,16 +174,7 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
     "list_run_events": [
         answer(
             "registered",
-            {
-                "id": 2,
-                "run_id": v.RUN_ID,
-                "scope": "demo",
-                "kind": "registered",
-                "actor": v.ENGINE,
-                "revision": 1,
-                "data": {"agent_id": "support-agent"},
-                "at": v.AT,
-            },
+            {**REGISTERED, "prev_hash": audit.GENESIS, "hash": audit.event_hash(audit.GENESIS, REGISTERED)},
             200,
         )
     ],

@@ -9,10 +9,10 @@ from django.db import connection
 from django.db.models import Model
 from django.db.models.fields import AutoFieldMixin
 
-from ... import scopes
-from ...models import Run, Suspension
+from ... import audit, scopes
+from ...models import Event, Run, Suspension
 
-RUN, SUSPENSION = Run._meta.db_table, Suspension._meta.db_table
+RUN, SUSPENSION, EVENT = Run._meta.db_table, Suspension._meta.db_table, Event._meta.db_table
 
 # -- a transition's own rows (services/claims.py and the doors) ---------------------------------
 #
@@ -64,6 +64,43 @@ def select_locked_run(run_id: Any, held: Sequence[str] | None) -> tuple[Run, Sus
     return run, live, row[len(RUN_NAMES)]
 
 
+# -- the audit chain (DESIGN §20) ------------------------------------------------------------------
+#
+# An event's hash covers its id, which PostgreSQL generates, so the database finishes what Python
+# begins: Python writes the event's canonical text in two pieces around the id (audit.pieces), and
+# the INSERT draws the id, reads the run's previous hash and hashes, in the same statement. The
+# previous hash is the run's newest event by id: every event of a run is written under the run's
+# lock (a new run's first event by the transaction that creates it), so its ids grow in commit
+# order and the read sees the one before. The event_timeline index (run_id, id) serves it.
+# `source` yields one row per event: the columns below (but id, prev_hash, hash) plus `before` and
+# `after`; a statement sees none of its own rows, so one statement holds at most one event per run.
+
+
+def chained_events(source: str) -> str:
+    """The INSERT of the events `source` yields, each chained to its run's previous event; RETURNING id and hashes.
+
+    Used by `Writes.insert_events` (one event a statement) and by the sweep (expiry.py, one event per run).
+    """
+    return (
+        f"INSERT INTO {EVENT} (id, run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at, "
+        f"prev_hash, hash) "
+        f"SELECT n.id, n.run_id, n.scope, n.scope_l1, n.scope_l2, n.scope_l3, n.kind, n.actor, n.revision, n.data, "
+        f"n.at, p.prev, encode(sha256(convert_to(p.prev || E'\\n' || n.before || n.id || n.after, 'UTF8')), 'hex') "
+        f"FROM (SELECT nextval(pg_get_serial_sequence('{EVENT}', 'id')) AS id, s.* FROM ({source}) s) n "
+        f"CROSS JOIN LATERAL (SELECT coalesce((SELECT e.hash FROM {EVENT} e WHERE e.run_id = n.run_id "
+        f"ORDER BY e.id DESC LIMIT 1), repeat('0', 64)) AS prev) p "
+        f"RETURNING id, prev_hash, hash"
+    )
+
+
+_ONE_EVENT = chained_events(
+    "SELECT %s::uuid AS run_id, %s::text AS scope, %s::text AS scope_l1, %s::text AS scope_l2, "
+    "%s::text AS scope_l3, %s::text AS kind, %s::text AS actor, %s::bigint AS revision, %s::jsonb AS data, "
+    "%s::timestamptz AS at, %s::text AS before, %s::text AS after"
+)
+_ONE_EVENT_FIELDS = ("run_id", "scope", "scope_l1", "scope_l2", "scope_l3", "kind", "actor", "revision", "data", "at")
+
+
 Done = Callable[[Any], None]  # what a write does with its cursor once sent (keys read back, the row count checked)
 
 
@@ -105,6 +142,19 @@ class Writes:
                 setattr(row, pk.attname, key)
 
         self.waiting.append((f'{text} RETURNING "{pk.column}"', params, keys))
+
+    def insert_events(self, rows: Sequence[Event]) -> None:
+        """New events, one chained INSERT each (`chained_events`); id, prev_hash and hash are set on each when sent."""
+        field_of = Event._meta.get_field
+        for row in rows:
+            params = [field_of(n).get_db_prep_save(getattr(row, n), connection) for n in _ONE_EVENT_FIELDS]  # type: ignore[union-attr]
+            params += audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS})
+            row._state.adding, row._state.db = False, connection.alias
+
+            def chained(cursor: Any, row: Event = row) -> None:
+                row.id, row.prev_hash, row.hash = cursor.fetchone()
+
+            self.waiting.append((_ONE_EVENT, params, chained))
 
     def update(self, model: type[Model], where: dict[str, Any], done: Done | None = None, **values: Any) -> None:
         """One UPDATE of some columns of the rows whose columns equal `where`; `done` gets the cursor (rowcount)."""
