@@ -45,6 +45,11 @@ TAGS = [
         "name": "webhooks",
         "description": "Push instead of polling: endpoints, signed deliveries, tests and redeliveries (operator).",
     },
+    {
+        "name": "audit",
+        "description": "The tamper-evident trail (auditor): the checkpoints' public key and the export to verify "
+        "offline.",
+    },
 ]
 TAG_NAMES = frozenset(tag["name"] for tag in TAGS)
 
