@@ -2,6 +2,7 @@
 
 import base64
 import importlib
+import json
 from datetime import timedelta
 
 import pytest
@@ -145,3 +146,23 @@ def test_each_checkpoint_is_announced_with_its_signature_and_no_run_ids(engine):
         "algorithm": "ed25519",
     }
     assert AuditCheckpoint.objects.count() == 1
+
+
+def test_a_checkpoint_goes_to_every_workspace_endpoint_that_wants_it_and_to_no_deeper_one(engine, monkeypatch):
+    from suspensions.models import WebhookMessage
+    from suspensions.services import outbox
+    from tests.push.conftest import make_endpoint
+
+    monkeypatch.setattr(outbox.current_app, "send_task", lambda *args, **kwargs: None)
+    everything, auditors = make_endpoint("acme"), make_endpoint("beta", event_types=["audit.checkpoint"])
+    make_endpoint("acme/support")
+    make_endpoint("gamma", event_types=["run.finished"])
+    pause(engine)
+    outbox.fan_out()
+    WebhookMessage.objects.all().delete()
+    checkpoint = sealing.write_checkpoint()
+    outbox.fan_out()
+    sent = WebhookMessage.objects.filter(type="audit.checkpoint")
+    assert sorted(m.endpoint_id for m in sent) == sorted([everything.id, auditors.id])
+    body = json.loads(sent[0].body)
+    assert (body["type"], body["data"]["seq"], body["data"]["root"]) == ("audit.checkpoint", 1, checkpoint.root)
