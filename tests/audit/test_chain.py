@@ -166,3 +166,11 @@ def test_a_checkpoint_goes_to_every_workspace_endpoint_that_wants_it_and_to_no_d
     assert sorted(m.endpoint_id for m in sent) == sorted([everything.id, auditors.id])
     body = json.loads(sent[0].body)
     assert (body["type"], body["data"]["seq"], body["data"]["root"]) == ("audit.checkpoint", 1, checkpoint.root)
+
+
+def test_the_chained_insert_names_the_sequence_postgresql_gave_event_id():
+    from suspensions.services.sql.rows import EVENT_SEQUENCE
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_serial_sequence('suspensions_event', 'id')")
+        assert cursor.fetchone()[0] == f"public.{EVENT_SEQUENCE}"

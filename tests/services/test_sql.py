@@ -65,7 +65,7 @@ def test_every_insert_in_the_hand_written_sql_names_every_column_of_its_table():
     for module, found in inserts:
         model = {m._meta.db_table: m for m in (Event, OutboxEvent, *_models())}[getattr(module, found.group(1))]
         named = {c.strip() for c in found.group(2).split(",")}
-        # An event's hash covers its id, so the chained INSERT draws the id itself (rows.chained_events).
+        # An event's hash covers its id, so the chained INSERT draws the id itself (rows.chain_source).
         expected = inserted_columns(model) | ({"id"} if model is Event else set())
         assert named == expected, f"INSERT INTO {model.__name__}: {named ^ expected}"
 

@@ -34,7 +34,7 @@ from ...models import (
     Suspension,
 )
 from .. import announce
-from .rows import chained_events
+from .rows import chain_hash, chain_source
 
 RUN, EVENT, RECEIPT = Run._meta.db_table, Event._meta.db_table, ExpiryReceipt._meta.db_table
 APPROVAL, ADMISSION, SUSPENSION = Approval._meta.db_table, Admission._meta.db_table, Suspension._meta.db_table
@@ -210,8 +210,8 @@ def _event_data(row: Due) -> dict[str, Any]:
 def _insert_events(rows: list[Due], now: datetime) -> Statement:
     """One event per row at the run's revision (bumped when the run expires; unchanged by an escalation or an orphan).
 
-    Chained like every event (rows.chained_events, the same statement the
-    claim path writes): a pause is one per run, so each run has one row here.
+    Chained like every event, from the same fragments as the claim path's
+    (rows.chain_source, rows.chain_hash): a pause is one per run, so each run has one row here.
     """
     at = digests.rfc3339(now)
     batch = []
@@ -222,12 +222,13 @@ def _insert_events(rows: list[Due], now: datetime) -> Statement:
         batch.append({"run_id": r.run_id.hex, "kind": fields["kind"], "revision": revision, "data": fields["data"]})
         batch[-1].update(before=before, after=after)
     columns = "run_id uuid, kind text, revision bigint, data jsonb, before text, after text"
-    source = (
-        f"SELECT r.id AS run_id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, v.kind, %s::text AS actor, "
-        f"v.revision, v.data, %s::timestamptz AS at, v.before, v.after "
-        f"FROM {_rows(columns)} JOIN {RUN} r ON r.id = v.run_id"
+    return (
+        f"INSERT INTO {EVENT} (id, run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at, "
+        f"prev_hash, hash) SELECT n.id, r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, n.kind, %s, n.revision, "
+        f"n.data, %s, n.prev, {chain_hash('n.before', 'n.after')} "
+        f"FROM (SELECT v.*, {chain_source('v.run_id')} FROM {_rows(columns)}) n JOIN {RUN} r ON r.id = n.run_id",
+        [SWEEPER, at, _json(batch)],
     )
-    return chained_events(source), [SWEEPER, at, _json(batch)]
 
 
 def _announced(row: Due) -> tuple[str, dict[str, Any]]:

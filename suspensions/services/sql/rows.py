@@ -71,32 +71,34 @@ def select_locked_run(run_id: Any, held: Sequence[str] | None) -> tuple[Run, Sus
 # the INSERT draws the id, reads the run's previous hash and hashes, in the same statement. The
 # previous hash is the run's newest event by id: every event of a run is written under the run's
 # lock (a new run's first event by the transaction that creates it), so its ids grow in commit
-# order and the read sees the one before. The event_timeline index (run_id, id) serves it.
-# `source` yields one row per event: the columns below (but id, prev_hash, hash) plus `before` and
-# `after`; a statement sees none of its own rows, so one statement holds at most one event per run.
+# order and the read sees the one before. The event_timeline index (run_id, id) serves it. A
+# statement sees none of its own rows, so one statement holds at most one event per run. The two
+# fragments below are the whole of it; `Writes.insert_events` (one event a statement) and the
+# sweep (services/sql/expiry.py, one event per run) build their INSERT from them. Both keep the
+# statement flat (one FROM item drawing id and prev): planning is most of what the chain costs
+# PostgreSQL (docs/benchmarks.md, "Audit chain").
+
+# The identity sequence of event.id (tests/audit/test_chain.py holds it to pg_get_serial_sequence).
+EVENT_SEQUENCE = f"{EVENT}_id_seq"
 
 
-def chained_events(source: str) -> str:
-    """The INSERT of the events `source` yields, each chained to its run's previous event; RETURNING id and hashes.
-
-    Used by `Writes.insert_events` (one event a statement) and by the sweep (expiry.py, one event per run).
-    """
+def chain_source(run_id: str) -> str:
+    """Select-list items `id` (drawn now) and `prev` (the run's newest hash, or 64 zeros) for the run `run_id`."""
     return (
-        f"INSERT INTO {EVENT} (id, run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at, "
-        f"prev_hash, hash) "
-        f"SELECT n.id, n.run_id, n.scope, n.scope_l1, n.scope_l2, n.scope_l3, n.kind, n.actor, n.revision, n.data, "
-        f"n.at, p.prev, encode(sha256(convert_to(p.prev || E'\\n' || n.before || n.id || n.after, 'UTF8')), 'hex') "
-        f"FROM (SELECT nextval(pg_get_serial_sequence('{EVENT}', 'id')) AS id, s.* FROM ({source}) s) n "
-        f"CROSS JOIN LATERAL (SELECT coalesce((SELECT e.hash FROM {EVENT} e WHERE e.run_id = n.run_id "
-        f"ORDER BY e.id DESC LIMIT 1), repeat('0', 64)) AS prev) p "
-        f"RETURNING id, prev_hash, hash"
+        f"nextval('{EVENT_SEQUENCE}') AS id, coalesce((SELECT e.hash FROM {EVENT} e WHERE e.run_id = {run_id} "
+        "ORDER BY e.id DESC LIMIT 1), repeat('0', 64)) AS prev"
     )
 
 
-_ONE_EVENT = chained_events(
-    "SELECT %s::uuid AS run_id, %s::text AS scope, %s::text AS scope_l1, %s::text AS scope_l2, "
-    "%s::text AS scope_l3, %s::text AS kind, %s::text AS actor, %s::bigint AS revision, %s::jsonb AS data, "
-    "%s::timestamptz AS at, %s::text AS before, %s::text AS after"
+def chain_hash(before: str, after: str) -> str:
+    """The hash of an event whose id and prev come from `chain_source` as `n.id`, `n.prev` (audit.event_hash)."""
+    return f"encode(sha256(convert_to(n.prev || E'\\n' || {before} || n.id || {after}, 'UTF8')), 'hex')"
+
+
+_ONE_EVENT = (
+    f"INSERT INTO {EVENT} (id, run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at, "
+    f"prev_hash, hash) SELECT n.id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, n.prev, {chain_hash('%s', '%s')} "
+    f"FROM (SELECT {chain_source('%s')}) n RETURNING id, prev_hash, hash"
 )
 _ONE_EVENT_FIELDS = ("run_id", "scope", "scope_l1", "scope_l2", "scope_l3", "kind", "actor", "revision", "data", "at")
 
@@ -144,11 +146,11 @@ class Writes:
         self.waiting.append((f'{text} RETURNING "{pk.column}"', params, keys))
 
     def insert_events(self, rows: Sequence[Event]) -> None:
-        """New events, one chained INSERT each (`chained_events`); id, prev_hash and hash are set on each when sent."""
+        """New events, one chained INSERT each (`chain_source`, `chain_hash`); sets id and hashes on each when sent."""
         field_of = Event._meta.get_field
         for row in rows:
             params = [field_of(n).get_db_prep_save(getattr(row, n), connection) for n in _ONE_EVENT_FIELDS]  # type: ignore[union-attr]
-            params += audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS})
+            params += [*audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS}), params[0]]
             row._state.adding, row._state.db = False, connection.alias
 
             def chained(cursor: Any, row: Event = row) -> None:
