@@ -2,10 +2,13 @@
 
 (a) chain: register + pause + one-shot resume (four events) through the
 services, in this process, with each event's chained INSERT (the hash
-finished by PostgreSQL, `sql.rows.chained_events`) and, side by side, with a
+finished by PostgreSQL, `sql.rows.chain_hash`) and, side by side, with a
 plain INSERT of the same row and empty hashes: the plain one is swapped in at
 run time in this bench process only (the service has no switch to turn the
-chain off). Phases alternate inside each round; per cycle: wall time, this
+chain off). The cycle runs twice: calling the services, and as three
+requests through Django's whole request stack (the test client: DRF,
+authentication, JSON), closer to a transition as a client pays for it.
+Phases alternate inside each round; per cycle: wall time, this
 process's CPU and that of its PostgreSQL backend. Goal: the chain costs at most 5%.
 
 (b) export: 1,000,000 events written with generate_series (1,000 runs of
@@ -17,6 +20,7 @@ peak (VmHWM) are read at 100,000 lines and at 1,000,000.
     .venv/bin/python bench/audit.py [--rounds 5] [--cycles 200] [--events 1000000] [--only chain|export]
 """
 
+import json
 import resource
 import time
 from typing import Any
@@ -63,7 +67,34 @@ def backend_pid() -> int:
         return int(cursor.fetchone()[0])
 
 
-def phase(chained: bool, n: int) -> dict[str, float]:
+class Requests:
+    """The same cycle as three requests through Django's whole request stack (test client: DRF, auth, JSON)."""
+
+    def __init__(self) -> None:
+        from django.test import Client
+
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {common.make_token(SCOPE, ['engine'], 'bench-http')}")
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        response = self.client.post(f"/api/v1{path}", data=json.dumps(body), content_type="application/json")
+        assert response.status_code == 201, response.content[:300]
+        return response.json()
+
+    def __call__(self, n: int) -> None:
+        for _ in range(n):
+            run = self.post("/runs", {"agent_id": "bench-agent"})
+            body = {
+                "revision": 1,
+                "reason": "external_tool",
+                "pending": common.pending_call(),
+                "continuation": common.continuation(),
+            }
+            pause = self.post(f"/runs/{run['id']}/suspend", body)
+            version = {"run_id": run["id"], "suspension_id": pause["id"], "run_revision": 2}
+            self.post(f"/runs/{run['id']}/resume", {"version": version, "results": RESULTS})
+
+
+def phase(chained: bool, n: int, cycles: Any = cycles) -> dict[str, float]:
     from suspensions.services.sql import rows
 
     original = rows.Writes.insert_events
@@ -80,19 +111,23 @@ def phase(chained: bool, n: int) -> dict[str, float]:
 
 
 def chain_cost(rounds: int, n: int) -> tuple[list[dict[str, Any]], str]:
+    requests = Requests()
     cycles(20)  # warm: connections, caches
+    requests(20)
     found = []
     for r in range(rounds):
         order = [True, False] if r % 2 == 0 else [False, True]
         result = {("chained" if c else "plain"): phase(c, n) for c in order}
+        result |= {("http chained" if c else "http plain"): phase(c, n, requests) for c in order}
         found.append(result)
         print(f"round {r + 1}: {result}", flush=True)
     rows = []
-    for metric in ("wall_ms", "cpu_ms", "pg_cpu_ms"):
-        ratios = [x["chained"][metric] / x["plain"][metric] for x in found if x["plain"][metric] > 0]
-        chained = common.median([x["chained"][metric] for x in found])
-        plain = common.median([x["plain"][metric] for x in found])
-        rows.append([metric.removesuffix("_ms"), f"{plain:.2f}", f"{chained:.2f}", common.spread(ratios)])
+    for way, prefix in (("services", ""), ("request stack", "http ")):
+        for metric in ("wall_ms", "cpu_ms", "pg_cpu_ms"):
+            on, off = [x[prefix + "chained"][metric] for x in found], [x[prefix + "plain"][metric] for x in found]
+            ratios = [a / b for a, b in zip(on, off, strict=True) if b > 0]
+            name = f"{way}: {metric.removesuffix('_ms')}"
+            rows.append([name, f"{common.median(off):.2f}", f"{common.median(on):.2f}", common.spread(ratios)])
     title = f"### Audit chain: register + pause + resume, 4 events ({rounds} rounds, {n} cycles a phase, ms per cycle)"
     return found, title + "\n\n" + common.table(["per cycle", "plain INSERT", "chained INSERT", "ratio"], rows)
 
