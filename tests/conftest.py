@@ -111,3 +111,12 @@ def chains_intact(db: None) -> Iterator[None]:
     from .helpers import assert_chains_intact
 
     assert_chains_intact()
+
+
+@pytest.fixture
+def chains_intact_in_db(db: None) -> Iterator[None]:
+    """After the test, every run's audit chain recomputes from its rows (`verify_audit`'s check, in one pass)."""
+    yield
+    from suspensions.services import audit
+
+    assert audit.verify_all().problems == []
