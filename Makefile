@@ -8,7 +8,7 @@ RUNTIME_STAMP := .venv/.installed-runtime
 VENV_STAMP := .venv/.installed-dev
 PIP_INSTALL := $(PY) -m pip install --quiet --require-hashes
 
-TEST_ENV := DJANGO_SECRET_KEY=test-only-secret DJANGO_DEBUG=0 \
+TEST_ENV := DJANGO_SECRET_KEY=test-only-secret DJANGO_DEBUG=0 AUDIT_SIGNING_KEY=dGVzdC1vbmx5LWF1ZGl0LXNpZ25pbmcta2V5LTAwMDA= \
 	DATABASE_URL=$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/suspensions} \
 	CELERY_BROKER_URL=$${TEST_BROKER_URL:-redis://127.0.0.1:6379/15} \
 	DJANGO_ALLOW_ASYNC_UNSAFE=true WEBHOOK_ALLOW_PRIVATE=1
@@ -25,9 +25,9 @@ RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/v
 # command line (make run DATABASE_URL=postgres://...) is used instead, and nothing is started for it.
 RUN_DB := $(if $(DATABASE_URL),,--postgres var/postgres)
 
-# mypy's Django plugin imports the settings, which need a secret and a DATABASE_URL with DEBUG off;
+# mypy's Django plugin imports the settings, which need a secret, an audit key and a DATABASE_URL with DEBUG off;
 # nothing connects to it.
-LINT_ENV := DJANGO_SECRET_KEY=lint DATABASE_URL=postgres://lint@127.0.0.1:5432/lint
+LINT_ENV := DJANGO_SECRET_KEY=lint AUDIT_SIGNING_KEY=dGVzdC1vbmx5LWF1ZGl0LXNpZ25pbmcta2V5LTAwMDA= DATABASE_URL=postgres://lint@127.0.0.1:5432/lint
 
 # `make test` runs the whole suite, slow and browser tests included, in this many pytest-xdist
 # workers (TEST_WORKERS=0: one process). Sized for the 2-core machine CI runs on; each worker has
@@ -68,6 +68,10 @@ lock:
 			--custom-compile-command "make lock" $(LOCK_ARGS) $$set.in -o $$set.txt || exit 1; \
 	done
 
+# The audit checkpoints' signing key (DESIGN §20): an Ed25519 seed of this checkout's own, added to an
+# older .env that lacks it.
+AUDIT_KEY_LINE = AUDIT_SIGNING_KEY=$$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')
+
 # The local settings the README's manage.py commands read (gitignored, never overwritten):
 # DEBUG on, a secret key and a data key (webhook secrets at rest) of this checkout's own.
 # Production sets its environment instead.
@@ -75,7 +79,8 @@ lock:
 	@umask 077; { echo '# Written by make run for this checkout only; production sets its own environment.'; \
 		echo 'DJANGO_DEBUG=1'; \
 		echo "DJANGO_SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; \
-		echo "DATA_ENCRYPTION_KEYS=$$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"; } > .env
+		echo "DATA_ENCRYPTION_KEYS=$$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"; \
+		echo "$(AUDIT_KEY_LINE)"; } > .env
 
 # One Ctrl-C stops all: bin/supervise.py starts PostgreSQL, runs migrate and seed_demo, then web, worker
 # and beat; it sends each of these one SIGTERM, waits for it, and stops PostgreSQL last.
@@ -86,6 +91,7 @@ lock:
 RUN_LOGS := LOG_DIR=$(CURDIR)/var/log DJANGO_RUNSERVER_HIDE_WARNING=true \
 	PYTHONWARNINGS="ignore:You're running the worker with superuser privileges"
 run: install-runtime .env
+	@grep -q '^AUDIT_SIGNING_KEY=' .env || { umask 077; echo "$(AUDIT_KEY_LINE)" >> .env; }
 	@mkdir -p var/broker var/broker-processed var/broker-control var/mail var/log
 	@rm -rf var/prometheus && mkdir -p var/prometheus
 	@echo "Starting PostgreSQL, migrating and seeding the demo; then serving on http://127.0.0.1:$(PORT)/."

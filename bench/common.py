@@ -95,11 +95,16 @@ def ensure_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{info["dbname"]}"')
 
 
+# The audit checkpoints' signing key of every bench process (settings refuse to start without one).
+BENCH_AUDIT_KEY = "YmVuY2gtb25seS1hdWRpdC1zaWduaW5nLWtleS0wMDA="
+
+
 def setup_django(url: str | None = None, *, migrate: bool = True) -> str:
     """Point Django at the bench database (created and migrated on first use) and set it up."""
     url = url or bench_database_url()
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-secret")
+    os.environ.setdefault("AUDIT_SIGNING_KEY", BENCH_AUDIT_KEY)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "suspensions_project.settings")
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     os.environ.setdefault("CELERY_BROKER_URL", "memory://")
@@ -458,6 +463,7 @@ class Gunicorn:
             "DATABASE_URL": database_url,
             "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "bench-only-secret"),
+            "AUDIT_SIGNING_KEY": os.environ.get("AUDIT_SIGNING_KEY", BENCH_AUDIT_KEY),
             "DB_POOL_MAX": str(threads + 2),
             "DB_POOL_MIN": "1",
             **(env or {}),

@@ -106,6 +106,7 @@ class Worker:
             "CELERY_BROKER_URL": broker_url(),
             "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "bench-only-secret"),
+            "AUDIT_SIGNING_KEY": os.environ.get("AUDIT_SIGNING_KEY", common.BENCH_AUDIT_KEY),
             "WEBHOOK_ALLOW_PRIVATE": "1",
             "LOG_LEVEL": "WARNING",
             "DB_POOL_MIN": "1",

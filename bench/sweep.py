@@ -94,9 +94,12 @@ due AS (
     FROM expiring e, now WHERE r.id = e.run_id
     RETURNING r.id
 ), events AS (
-    INSERT INTO suspensions_event (run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at)
+    -- No audit chain here (empty prev_hash and hash): this variant measures the statement's shape only.
+    INSERT INTO suspensions_event (run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at,
+                                   prev_hash, hash)
     SELECT e.run_id, e.scope, e.scope_l1, e.scope_l2, e.scope_l3, 'expired', 'sweeper', e.revision + 1,
-           jsonb_build_object('suspension_id', e.pause_id, 'reason', e.reason, 'expires_at', e.expires_at), now.at
+           jsonb_build_object('suspension_id', e.pause_id, 'reason', e.reason, 'expires_at', e.expires_at), now.at,
+           '', ''
     FROM expiring e, now
     RETURNING id, run_id
 ), approvals AS (

@@ -7,7 +7,7 @@ instances and small dataclasses; nothing here touches the database.
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +19,7 @@ from .models import (
     ApprovalFloor,
     ApprovalStatus,
     ApprovalVote,
+    AuditCheckpoint,
     ClosureReceipt,
     EventType,
     ExpiryReceipt,
@@ -436,6 +437,51 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 
+# -- the audit export (DESIGN §20) ---------------------------------------------------------------
+
+
+def audit_public_key(public_key: str) -> dict[str, Any]:
+    return {
+        "algorithm": "ed25519",
+        "public_key": public_key,
+        "encoding": "base64 of the 32 raw bytes",
+        "signs": "each audit checkpoint: its seq, at, previous and root (docs/auditors.md)",
+    }
+
+
+def audit_event_line(e: Mapping[str, Any]) -> dict[str, Any]:
+    """One event of `GET /audit/export`: the fields its hash covers (`at` as hashed) and its two hashes."""
+    return {
+        "type": "event",
+        "id": e["id"],
+        "run_id": str(e["run_id"]),
+        "scope": e["scope"],
+        "kind": e["kind"],
+        "actor": e["actor"],
+        "revision": e["revision"],
+        "data": e["data"],
+        "at": digests.rfc3339(e["at"]),
+        "prev_hash": e["prev_hash"],
+        "hash": e["hash"],
+    }
+
+
+def audit_checkpoint_line(checkpoint: AuditCheckpoint, runs: list[list[Any]]) -> dict[str, Any]:
+    """One checkpoint of the export with only the reader's `runs` lines; `complete` says whether that is all of them
+    (then the root can be recomputed from the lines; otherwise the signature and the root chain still check)."""
+    return {
+        "type": "checkpoint",
+        "seq": checkpoint.seq,
+        "at": digests.rfc3339(checkpoint.at),
+        "previous": checkpoint.previous,
+        "root": checkpoint.root,
+        "signature": checkpoint.signature,
+        "algorithm": "ed25519",
+        "runs": runs,
+        "complete": len(runs) == len(checkpoint.runs),
+    }
+
+
 # -- webhook bodies (DESIGN §14) ----------------------------------------------------------------
 
 
@@ -461,6 +507,8 @@ def slack_text(event: OutboxEvent) -> str:
             f"in {slack_escape(event.scope)}. Deadline: {deadline}.{tagged}"
         )
         return f"{text} <{link}|Approve or deny>"
+    if event.type == EventType.AUDIT_CHECKPOINT:
+        return f"Audit checkpoint {d.get('seq')}: root {d.get('root')} over {d.get('runs')} changed runs, signed."
     link = f"{base}/console/runs/{d.get('run_id')}/"
     detail = f" ({d['decision']} by {slack_escape(d.get('decided_by', ''))})" if "decision" in d else ""
     text = (

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from . import scopes
 from .models import (
@@ -12,6 +12,7 @@ from .models import (
     Approval,
     ApprovalFloor,
     ApprovalVote,
+    AuditCheckpoint,
     ClosureReceipt,
     DeliveryAttempt,
     Event,
@@ -91,6 +92,28 @@ def starts(principal: Principal) -> QuerySet[Start]:
 
 def events(principal: Principal) -> QuerySet[Event]:
     return Event.objects.filter(principal.scope_q())
+
+
+def audit_events(principal: Principal, *, scope: str | None, since: Any = None) -> QuerySet[Event]:
+    """Events an auditor may export: in its auditor scopes, under `scope` when given, at or after `since`."""
+    events = Event.objects.filter(principal.scope_q(Role.AUDITOR))
+    if scope is not None:
+        events = events.filter(**{f"scope_l{scopes.depth(scope)}": scope})
+    if since is not None:
+        events = events.filter(at__gte=since)
+    return events
+
+
+def audit_checkpoints(since: Any = None) -> QuerySet[AuditCheckpoint]:
+    """Checkpoints from the last one before `since` on (all without it), by seq: a contiguous run of roots.
+
+    Callers show only the lines of runs the reader may see (the lines name every tenant's runs).
+    """
+    checkpoints = AuditCheckpoint.objects.order_by("seq")
+    if since is not None:
+        before = AuditCheckpoint.objects.filter(at__lt=since).order_by("-seq").values("seq")[:1]
+        checkpoints = checkpoints.filter(Q(seq__gte=Subquery(before)) | Q(at__gte=since))
+    return checkpoints
 
 
 def approvals(principal: Principal) -> QuerySet[Approval]:

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from . import services
 from .observability import heartbeat, metrics
-from .services import delivery, idempotency, notifications, outbox, reminders
+from .services import audit, delivery, idempotency, notifications, outbox, reminders
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,13 @@ def sweep_expired() -> dict[str, Any]:
     metrics.sweep_finished(result, seconds=time.monotonic() - began)
     log.info("sweep finished: %(expired)s expired, %(dropped)s dropped, %(failed)s failed", result, extra=result)
     return result
+
+
+@shared_task(name="suspensions.tasks.audit_checkpoint", ignore_result=True)
+def audit_checkpoint() -> int | None:
+    """Seal the audit chains that changed since the last checkpoint (DESIGN §20); beat. Returns its seq, if any."""
+    checkpoint = audit.write_checkpoint()
+    return None if checkpoint is None else checkpoint.seq
 
 
 @shared_task(name="suspensions.tasks.remind_approvers", ignore_result=True)

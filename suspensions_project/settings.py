@@ -50,6 +50,25 @@ for _key in DATA_ENCRYPTION_KEYS:
         Fernet(_key)
     except ValueError:
         raise ImproperlyConfigured("DATA_ENCRYPTION_KEYS must be Fernet keys (32 url-safe base64 bytes)") from None
+# The audit checkpoints' Ed25519 signing key (DESIGN §20): base64 of a 32-byte private seed. `make run` writes
+# one into .env; elsewhere make one as the message below says.
+# In debug without it a development key is derived from SECRET_KEY (its checkpoints prove nothing to anyone).
+AUDIT_SIGNING_KEY = env.str("AUDIT_SIGNING_KEY", default="")
+if not AUDIT_SIGNING_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "AUDIT_SIGNING_KEY is required when DJANGO_DEBUG is off: base64 of 32 random bytes, e.g. "
+            "python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())'"
+        )
+    AUDIT_SIGNING_KEY = base64.b64encode(
+        hashlib.sha256(b"suspensions audit key\0" + SECRET_KEY.encode()).digest()
+    ).decode()
+try:
+    _audit_seed = base64.b64decode(AUDIT_SIGNING_KEY, validate=True)
+except ValueError:
+    _audit_seed = b""
+if len(_audit_seed) != 32:
+    raise ImproperlyConfigured("AUDIT_SIGNING_KEY must be base64 of exactly 32 bytes (an Ed25519 private seed)")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -214,6 +233,15 @@ CELERY_BEAT_SCHEDULE["forget-idempotency-keys"] = {
     "task": "suspensions.tasks.forget_idempotency_keys",
     "schedule": 3600,
     "options": {"expires": 3600},
+}
+# Signed audit checkpoints (DESIGN §20): how often, and how far back a checkpoint looks for runs whose chain
+# changed (an event committed after a checkpoint may carry an earlier time: its transaction's clock).
+AUDIT_CHECKPOINT_SECONDS = env_int("AUDIT_CHECKPOINT_SECONDS", default=300, minimum=1)
+AUDIT_CHECKPOINT_GRACE_SECONDS = env_int("AUDIT_CHECKPOINT_GRACE_SECONDS", default=600, minimum=0)
+CELERY_BEAT_SCHEDULE["audit-checkpoint"] = {
+    "task": "suspensions.tasks.audit_checkpoint",
+    "schedule": AUDIT_CHECKPOINT_SECONDS,
+    "options": {"expires": AUDIT_CHECKPOINT_SECONDS},
 }
 
 # Approver emails (DESIGN §14). Production: EMAIL_URL (smtp://user:pass@host:587, smtp+tls://, smtp+ssl://);

@@ -99,3 +99,24 @@ def token() -> Callable[..., str]:
 @pytest.fixture
 def engine(db: None, token: Callable[..., str]) -> APIClient:
     return client(token("acme", ["engine"], "engine"))
+
+
+@pytest.fixture
+def chains_intact(db: None) -> Iterator[None]:
+    """After the test, every run's audit chain, read from the events API, recomputes in Python (DESIGN §20).
+
+    Modules whose tests drive transitions of every kind use it (pytestmark), so each door's events are held to it.
+    """
+    yield
+    from .helpers import assert_chains_intact
+
+    assert_chains_intact()
+
+
+@pytest.fixture
+def chains_intact_in_db(db: None) -> Iterator[None]:
+    """After the test, every run's audit chain recomputes from its rows (`verify_audit`'s check, in one pass)."""
+    yield
+    from suspensions.services import audit
+
+    assert audit.verify_all().problems == []

@@ -204,3 +204,33 @@ def approval_pause(scope: str = "acme/support", by: Any = None, ttl: int = 3600,
         approval=policy or None,
     )
     return Approval.objects.get(pk=suspension.id)
+
+
+def chain_from_api(run_id: Any) -> list[dict[str, Any]]:
+    """Every event of a run as `GET /api/v1/runs/{id}/events` answers it (all pages), read by a fresh auditor token."""
+    from suspensions.models import Run
+    from suspensions.tokens import create_token
+
+    run = Run.objects.get(pk=run_id)
+    _, secret = create_token(scope=run.scope, roles=["auditor"], name="chain-reader")
+    reader, url, events = client(secret), f"/api/v1/runs/{run_id}/events", []
+    while url:
+        page = reader.get(url)
+        assert page.status_code == 200, page.content
+        events += page.json()["results"]
+        url = page.json()["next"]
+    return events
+
+
+def assert_chains_intact() -> int:
+    """Recompute, in Python (suspensions/audit.py), the chain of every run from the events API; returns how many."""
+    from suspensions import audit
+    from suspensions.models import Event
+
+    runs = list(Event.objects.values_list("run_id", flat=True).distinct())
+    for run_id in runs:
+        events = chain_from_api(run_id)
+        found = audit.walk(events)
+        assert found.problem is None, (run_id, found.problem)
+        assert events[0]["prev_hash"] == audit.GENESIS
+    return len(runs)

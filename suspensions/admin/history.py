@@ -10,7 +10,6 @@ number of queries whatever the run holds.
 """
 
 import dataclasses
-import importlib
 from typing import Any
 
 from django.db.models import Q
@@ -31,16 +30,10 @@ from ..models import (
 )
 from ..presenters import pretty_json_text
 from ..principals import Principal
+from ..services import audit
 
 # A run's events, and its webhook messages, past this many are left to the filtered list (linked from the page).
 SECTION_LIMIT = 500
-# The chain columns (DESIGN §20): shown once the Event table has them.
-HASH_FIELDS = ("prev_hash", "hash")
-
-
-def has_hash_chain() -> bool:
-    names = {f.name for f in Event._meta.get_fields()}
-    return all(name in names for name in HASH_FIELDS)
 
 
 def admin_url(model: type[Any], pk: Any) -> str:
@@ -92,7 +85,6 @@ def run_history(principal: Principal, run: Run) -> dict[str, Any]:
 
 def _events(mine: Q, run: Run) -> dict[str, Any]:
     events = list(Event.objects.filter(mine).order_by("id")[: SECTION_LIMIT + 1])
-    chained = has_hash_chain()
     rows = [
         {
             "id": e.id,
@@ -101,7 +93,7 @@ def _events(mine: Q, run: Run) -> dict[str, Any]:
             "actor": e.actor,
             "revision": e.revision,
             "data": pretty(e.data),
-            "hashes": [getattr(e, name) for name in HASH_FIELDS] if chained else None,
+            "hashes": [e.prev_hash, e.hash],
             "url": admin_url(Event, e.id),
         }
         for e in events[:SECTION_LIMIT]
@@ -189,17 +181,8 @@ def _row(model: type[Any], obj: Any, *, at: Any) -> dict[str, Any]:
 
 
 def _verdict(run: Run) -> dict[str, Any]:
-    """The "verify this run" result: the audit chain's own verdict, or "not available" while there is none.
-
-    `suspensions.services.audit.verify_run` (DESIGN §20) recomputes the run's
-    hash chain; until that module exists this says so rather than guess.
-    The import is by name so this module needs nothing that is not there yet.
-    """
-    try:
-        audit = importlib.import_module("suspensions.services.audit")
-    except ImportError:
-        return {"available": False}
+    """The "verify this run" result: the run's hash chain recomputed from its rows (services.audit.verify_run)."""
     verdict = audit.verify_run(run.id)
     details = {f.name: getattr(verdict, f.name) for f in dataclasses.fields(verdict)}
     ok = bool(details.pop("ok"))
-    return {"available": True, "ok": ok, "details": [(k.replace("_", " "), v) for k, v in details.items()]}
+    return {"ok": ok, "details": [(k.replace("_", " "), v) for k, v in details.items()]}

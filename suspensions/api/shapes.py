@@ -5,6 +5,7 @@ presenters.py renders them; tests/api/test_shapes.py holds both to the same fiel
 
 from typing import Any
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from .. import presenters
@@ -42,6 +43,51 @@ class EventOut(serializers.Serializer):
     revision = serializers.IntegerField()
     data = serializers.JSONField()  # type: ignore[assignment]
     at = serializers.DateTimeField()
+    prev_hash = serializers.CharField(help_text="The hash of the run's previous event; 64 zeros for its first.")
+    hash = serializers.CharField(
+        help_text="SHA-256 (lowercase hex) over prev_hash, a newline and the canonical JSON of "
+        "{id, run_id, scope, kind, actor, revision, data, at}: the run's audit chain."
+    )
+
+
+class AuditPublicKeyOut(serializers.Serializer):
+    algorithm = serializers.CharField(help_text="Always `ed25519`.")
+    public_key = serializers.CharField(help_text="Base64 of the key's 32 raw bytes.")
+    encoding = serializers.CharField()
+    signs = serializers.CharField(help_text="What each signature covers.")
+
+
+class AuditEventLine(EventOut):
+    """An event line of the export: `type` is `event`; `at` always has microseconds, as the hash covers it."""
+
+    type = serializers.ChoiceField(choices=["event"])
+
+
+class AuditCheckpointLine(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["checkpoint"])
+    seq = serializers.IntegerField()
+    at = serializers.CharField(help_text="RFC 3339 UTC with microseconds, as signed.")
+    previous = serializers.CharField(help_text="The root of checkpoint seq - 1; 64 zeros for the first.")
+    signature = serializers.CharField(help_text="Ed25519, base64, over the signed text (docs/auditors.md).")
+    algorithm = serializers.ChoiceField(choices=["ed25519"])
+    runs = serializers.ListField(
+        child=serializers.ListField(),
+        help_text="[run_id, head_hash, event_count] of each exported run the checkpoint sealed.",
+    )
+    complete = serializers.BooleanField(help_text="True when `runs` holds every line: the root can be recomputed.")
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # `root` is a serializer's own attribute (the outermost serializer): the field is added here instead.
+        fields = super().get_fields()
+        fields["root"] = serializers.CharField(help_text="SHA-256 over `previous`, a newline and the lines.")
+        return fields
+
+
+AuditLine = PolymorphicProxySerializer(
+    component_name="AuditLine",
+    serializers=[AuditEventLine, AuditCheckpointLine],
+    resource_type_field_name=None,
+)
 
 
 class PendingCallOut(serializers.Serializer):

@@ -1,11 +1,25 @@
 from django.urls import path
 
-from . import approvals, callbacks, closures, discovery, floors, flows, notification_routes, receipts, views, webhooks
+from . import (
+    approvals,
+    audit,
+    callbacks,
+    closures,
+    discovery,
+    floors,
+    flows,
+    notification_routes,
+    receipts,
+    views,
+    webhooks,
+)
 
 urlpatterns = [
     path("runs", views.RunList.as_view(), name="runs"),
     path("runs/<uuid:pk>", views.RunDetail.as_view(), name="run"),
     path("runs/<uuid:pk>/events", views.RunEvents.as_view(), name="run-events"),
+    path("audit/public-key", audit.AuditPublicKey.as_view(), name="audit-public-key"),
+    path("audit/export", audit.AuditExport.as_view(), name="audit-export"),
     path("runs/<uuid:pk>/suspend", views.Suspend.as_view(), name="run-suspend"),
     path("runs/<uuid:pk>/resume", views.Resume.as_view(), name="run-resume"),
     path("runs/<uuid:pk>/complete", views.Complete.as_view(), name="run-complete"),

@@ -5,7 +5,7 @@ Core tables here; the approval record and its votes in approvals.py, push tables
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import BrinIndex, GinIndex
 from django.db import models
 from django.db.models import Q
 
@@ -28,6 +28,8 @@ __all__ = [
     "ApprovalFloor",
     "ApprovalStatus",
     "ApprovalVote",
+    "AuditCheckpoint",
+    "AuditRunHead",
     "ClosureReceipt",
     "DeliveryAttempt",
     "EarlyResult",
@@ -253,9 +255,18 @@ class Event(Scoped):
     at = models.DateTimeField()
     # Not a column: the tags its webhooks carry (services/claims.event sets them, services/announce.py reads them).
     announce_tags: tuple[str, ...] = ()
+    # The run's hash chain (DESIGN §20; suspensions/audit.py): the previous event's hash (64 zeros for the
+    # first) and this event's, both computed by the INSERT that writes the row (services/sql/rows.py).
+    prev_hash = models.CharField(max_length=64, editable=False)
+    hash = models.CharField(max_length=64, editable=False)
 
     class Meta:
-        indexes = [models.Index(fields=["run_id", "id"], name="event_timeline")]
+        indexes = [
+            models.Index(fields=["run_id", "id"], name="event_timeline"),
+            # The checkpoint's "runs with events since" (services/audit.py): `at` grows with the table's
+            # physical order, so a BRIN index serves the range at almost no cost to each INSERT.
+            BrinIndex(fields=["at"], name="event_at_brin"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} r{self.revision}"
@@ -285,6 +296,38 @@ class EarlyResult(Scoped):
 
     def __str__(self) -> str:
         return f"early result of {self.call_id}"
+
+
+class AuditCheckpoint(models.Model):
+    """A signed seal over the heads of the run chains that changed since the previous one (DESIGN §20).
+
+    `runs` holds the covered lines as [run_id, head_hash, event_count]; `root` = SHA-256 of the previous
+    root, a newline and those lines (suspensions/audit.py); `signature` is Ed25519 over audit.signed_text,
+    base64. Written by the beat task only; `seq` is unique, so two overlapping ticks cannot both write one.
+    """
+
+    seq = models.BigIntegerField(primary_key=True)
+    at = models.DateTimeField()
+    previous = models.CharField(max_length=64)
+    root = models.CharField(max_length=64)
+    runs = models.JSONField(default=list)
+    signature = models.CharField(max_length=128)
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.seq}"
+
+
+class AuditRunHead(models.Model):
+    """The head and count of a run's chain as last sealed, and by which checkpoint: how the next checkpoint
+    tells which chains changed. A convenience for the writer, never trusted by the verifier."""
+
+    run_id = models.UUIDField(primary_key=True)
+    head = models.CharField(max_length=64)
+    count = models.BigIntegerField()
+    seq = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} sealed at {self.count} events by checkpoint {self.seq}"
 
 
 class ApiToken(Scoped):

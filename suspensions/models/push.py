@@ -25,6 +25,8 @@ class EventType(models.TextChoices):
     RUN_FINISHED = "run.finished"
     RUN_CLOSED = "run.closed"
     WEBHOOK_TEST = "webhook.test"
+    # A signed seal over the run chains (DESIGN §20), scope "": every workspace-level endpoint gets it.
+    AUDIT_CHECKPOINT = "audit.checkpoint"
 
 
 class WebhookEndpoint(Scoped):

@@ -184,13 +184,13 @@ def tags_of(run: Run) -> tuple[str, ...]:
 
 
 def write_events(writes: Writes, *rows: Event, announce: Mapping[str, Any] | None = None) -> None:
-    """The one writer of events: one INSERT for all `rows`, then their outbox rows (services.outbox).
+    """The one writer of events: one chained INSERT per row (the audit chain), then their outbox rows (services.outbox).
 
     Each row is also one transition for the metrics and one INFO log line,
     both on commit, so nothing else needs to announce it. `announce` adds
     what an event's own data lacks (see `announce.announced`).
     """
-    writes.insert(rows)
+    writes.insert_events(rows)
     for row in rows:
         metrics.transition(row.kind)
         logs.transition(row)

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import Q
+
 from ..models import OutboxEvent, WebhookEndpoint
 from ..models import WebhookMessage as Message
 from .sql import push
@@ -35,8 +37,10 @@ def hold(
     return clock, ready, [e.id for e in found if getattr(e, "held_back")]  # noqa: B009
 
 
-def endpoints(wanted: set[str]) -> list[WebhookEndpoint]:
-    return list(WebhookEndpoint.objects.filter(active=True, scope__in=wanted).order_by("created_at"))
+def endpoints(wanted: set[str], *, top_level: bool = False) -> list[WebhookEndpoint]:
+    """The active endpoints of the `wanted` scopes, and with `top_level` those of every workspace, oldest first."""
+    match = Q(scope__in=wanted) | Q(scope_l2="") if top_level else Q(scope__in=wanted)
+    return list(WebhookEndpoint.objects.filter(match, active=True).order_by("created_at"))
 
 
 def dispatch(messages: list[Message], events: list[OutboxEvent], now: datetime) -> None:

@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .. import presenters, scopes
-from ..models import Event, OutboxEvent
+from ..models import Event, OutboxEvent, WebhookEndpoint
 from ..models import WebhookMessage as Message
 from . import announce, fan_out_steps, notifications, wakeups
 from .sql.rows import Writes
@@ -47,6 +47,9 @@ DELIVER_TASK = "suspensions.tasks.deliver_messages"
 # An event held back behind an earlier event of its run (being fanned out elsewhere) is tried again this soon.
 DEFERRED_COUNTDOWN = 1.0
 BATCH = 200
+# The scope of an event about the whole service, not a run (`audit.checkpoint`, DESIGN §20): it goes to
+# every workspace-level endpoint, an auditor's or a tenant's, so a copy of each seal lives outside the database.
+SYSTEM = ""
 
 # -- writing, in the transition's transaction ------------------------------------------------
 
@@ -181,13 +184,14 @@ def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
     """One message per (event, active endpoint covering its scope and wanting its type)."""
     covering = {e.id: [p for p in scopes.levels(e.scope).values() if p] for e in events}
     wanted = {p for prefixes in covering.values() for p in prefixes}
-    if not wanted:
+    everywhere = any(e.scope == SYSTEM for e in events)
+    if not wanted and not everywhere:
         return []
-    endpoints = fan_out_steps.endpoints(wanted)
+    endpoints = fan_out_steps.endpoints(wanted, top_level=everywhere)
     messages = []
     for event in events:
         for endpoint in endpoints:
-            if endpoint.scope not in covering[event.id]:
+            if not _covers(endpoint, event, covering[event.id]):
                 continue
             if endpoint.event_types and event.type not in endpoint.event_types:
                 continue
@@ -203,3 +207,10 @@ def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
             message.stamp_scope(endpoint.scope)
             messages.append(message)
     return messages
+
+
+def _covers(endpoint: WebhookEndpoint, event: OutboxEvent, prefixes: list[str]) -> bool:
+    """An endpoint gets its scope's events and those below; an event of the whole service, every workspace's."""
+    if event.scope == SYSTEM:
+        return "/" not in endpoint.scope
+    return endpoint.scope in prefixes

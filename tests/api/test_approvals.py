@@ -10,6 +10,9 @@ from suspensions import digests
 from suspensions.models import Admission, Approval, Event, Run, Suspension
 from tests.helpers import call, client, continuation, pause, post, problem, refused, snapshot, version
 
+# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = pytest.mark.usefixtures("chains_intact")
+
 
 @pytest.fixture
 def alice(db, token):

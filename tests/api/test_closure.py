@@ -19,7 +19,8 @@ from tests.closure_setup import (
 )
 from tests.helpers import call, client, continuation, post
 
-pytestmark = pytest.mark.django_db
+# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("chains_intact")]
 
 
 @pytest.fixture

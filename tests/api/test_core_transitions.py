@@ -2,10 +2,15 @@
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from suspensions import digests
 from suspensions.models import Admission, AdmissionState, Event, Run, Start, Suspension
 from suspensions.services.claims import FAR_FUTURE
 from tests.helpers import call, continuation, pause, post, register, resume, snapshot, version
+
+# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = pytest.mark.usefixtures("chains_intact")
 
 # Literal backslash-u escape and odd spacing: the engine's own encoding, kept as text.
 ODD_ARGUMENTS = r'{"b": 1,  "a":"\u00e9"}'

@@ -14,6 +14,9 @@ from suspensions.models import Admission, Approval, Event, FlowWait, Run, Suspen
 from tests.helpers import client, envelope, post, refused
 from tests.race import race
 
+# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = pytest.mark.usefixtures("chains_intact")
+
 CANONICAL = "acme:slack:C1:conv-9:U7"
 TOKEN = "decision-token-Zq8xv3Lw"
 OTHER_NONCE = "fedcba9876543210fedcba9876543210"

@@ -9,6 +9,9 @@ from suspensions.models import Admission, Approval, ApprovalVote, Event, Run, Su
 from suspensions.tokens import create_token
 from tests.helpers import call, client, continuation, member, post, refused, register, snapshot, version
 
+# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = pytest.mark.usefixtures("chains_intact")
+
 SCHEMA = {
     "type": "object",
     "properties": {"amount": {"type": "integer", "maximum": 1000}, "currency": {"enum": ["EUR", "USD"]}},

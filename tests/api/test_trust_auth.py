@@ -419,6 +419,7 @@ def test_console_pages_are_never_stored_by_caches(engine, alice):
 PRODUCTION_ENV = {
     "DJANGO_DEBUG": "0",
     "DJANGO_SECRET_KEY": "k" * 20 + "0123456789abcdefghijklmnopqrstuvwxyz",
+    "AUDIT_SIGNING_KEY": "dGVzdC1vbmx5LWF1ZGl0LXNpZ25pbmcta2V5LTAwMDA=",
     "DJANGO_ALLOWED_HOSTS": "suspensions.example.com",
     "DJANGO_CSRF_TRUSTED_ORIGINS": "https://suspensions.example.com",
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/suspensions",
@@ -496,6 +497,7 @@ def test_failures_counted_in_another_process_lock_the_sign_in_here_by_default():
     database = connection.settings_dict["NAME"]
     env = {
         "DJANGO_SECRET_KEY": "test-only-secret",
+        "AUDIT_SIGNING_KEY": "dGVzdC1vbmx5LWF1ZGl0LXNpZ25pbmcta2V5LTAwMDA=",
         "DJANGO_DEBUG": "0",
         "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
     }  # no CACHE_URL: the default store

@@ -37,7 +37,7 @@ def test_an_auditor_reads_a_rich_runs_whole_history_on_its_admin_page(chromium, 
 
     for heading in ("Verify this run", "Live pause", "Approvals and votes", "Admissions", "Starts", "Events"):
         expect(page.locator(".history-section h2", has_text=heading)).to_be_visible()
-    expect(page.locator("#history-verify")).to_contain_text("Verification not available")
+    expect(page.locator("#history-verify")).to_contain_text("The audit chain of this run verifies.")
     expect(page.locator("#history-pause .tool-names li")).to_have_text(["refund"])
     expect(page.locator("#pause-pending")).to_contain_text('"name": "refund"')
     votes = page.locator("#history-approvals table.votes tbody tr")

@@ -44,6 +44,8 @@ METHODS = {
     "webhook-test": ["test_webhook"],
     "webhook-messages": ["webhook_messages"],
     "webhook-message-redeliver": ["redeliver"],
+    "audit-public-key": ["audit_public_key"],
+    "audit-export": ["audit_export"],
 }
 
 

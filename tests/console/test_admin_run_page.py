@@ -163,10 +163,14 @@ def test_json_is_indented_and_escaped_and_tool_names_are_a_list(auditor):
     assert '<pre class="json">' + json.dumps(event.data, indent=2).replace('"', "&quot;")[:40] in event_page
 
 
-def test_the_verify_block_says_verification_is_not_available_without_the_audit_chain(auditor):
+def test_the_verify_block_shows_the_runs_chain_verdict_and_names_an_edited_event(auditor):
     run = paused_for_approval().run
     verify = section(page_of(auditor, run.id), "verify")
-    assert "Verification not available" in verify
+    assert "The audit chain of this run verifies." in verify and "NOT" not in verify
+    edited = Event.objects.filter(run_id=run.id).order_by("id").last()
+    Event.objects.filter(pk=edited.pk).update(data={"edited": True})  # as someone with database access would
+    verify = section(page_of(auditor, run.id), "verify")
+    assert "The audit chain of this run does NOT verify." in verify and str(edited.id) in verify
 
 
 def test_the_all_events_link_of_a_long_history_lists_only_that_runs_events(auditor):

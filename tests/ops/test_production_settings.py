@@ -20,6 +20,7 @@ PRODUCTION = {
     "DJANGO_SETTINGS_MODULE": "suspensions_project.settings",
     "DJANGO_DEBUG": "0",
     "DJANGO_SECRET_KEY": "a-secret-only-for-this-test",
+    "AUDIT_SIGNING_KEY": "YS1zaWduaW5nLWtleS1vbmx5LWZvci10aGlzLXRlc3Q=",
     "DATABASE_URL": "postgres://suspensions@127.0.0.1:5432/suspensions",
     "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
 }
@@ -61,6 +62,8 @@ def test_the_production_environment_starts():
         ({"DJANGO_SECURE_HSTS_SECONDS": "-1"}, "DJANGO_SECURE_HSTS_SECONDS must be at least 0, got -1"),
         ({"API_THROTTLE_RATE": "100/fortnight"}, "API_THROTTLE_RATE must look like 100/min"),
         ({"DJANGO_SECRET_KEY": ""}, "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off"),
+        ({"AUDIT_SIGNING_KEY": ""}, "AUDIT_SIGNING_KEY is required when DJANGO_DEBUG is off"),
+        ({"AUDIT_SIGNING_KEY": "c2hvcnQ="}, "AUDIT_SIGNING_KEY must be base64 of exactly 32 bytes"),
         ({"DATABASE_URL": ""}, "DATABASE_URL is required when DJANGO_DEBUG is off"),
         ({"DATABASE_URL": "sqlite:///var/old.sqlite3"}, "DATABASE_URL must be a postgres:// URL, not sqlite://"),
     ],

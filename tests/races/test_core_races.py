@@ -12,6 +12,9 @@ from suspensions.models import Admission, Run, Start
 from tests.helpers import client, pause, post, version
 from tests.race import race as release_together
 
+# Every run these races move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = pytest.mark.usefixtures("chains_intact")
+
 RACERS = 16
 PAUSES = 25
 

@@ -11,6 +11,9 @@ from suspensions.models import Admission, ApprovalVote, Event, Run
 from tests.helpers import call, client, continuation, post, register, version
 from tests.race import race
 
+# Every run these races move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = pytest.mark.usefixtures("chains_intact")
+
 APPROVERS = 5
 PAUSES = 8
 

@@ -10,7 +10,8 @@ from suspensions.principals import Principal
 from suspensions.services.claims import Version
 from tests.helpers import call, continuation, member, notify_all
 
-pytestmark = pytest.mark.django_db
+# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("chains_intact")]
 SCOPE = "acme/support"
 ENGINE = Principal(name="token:engine", grants=((SCOPE, frozenset({"engine"})),))
 APPROVER = Principal(name="token:ann", grants=((SCOPE, frozenset({"approver"})),))

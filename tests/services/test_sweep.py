@@ -20,7 +20,8 @@ from suspensions.models import (
 )
 from tests.helpers import call, client, pause, post, snapshot, version
 
-pytestmark = pytest.mark.django_db
+# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("chains_intact")]
 LATER = timedelta(days=2)
 
 

@@ -50,6 +50,11 @@ TAGS = [
         "description": "Where a scope's approvals are also announced: an email address or a Slack channel, beside "
         "the approvers' own emails (operator).",
     },
+    {
+        "name": "audit",
+        "description": "The tamper-evident trail (auditor): the checkpoints' public key and the export to verify "
+        "offline.",
+    },
 ]
 TAG_NAMES = frozenset(tag["name"] for tag in TAGS)
 

@@ -2,6 +2,7 @@
 
 from drf_spectacular.utils import OpenApiExample
 
+from ... import audit
 from . import samples as v
 from .base import Doc, answer, ex, refusal
 
@@ -192,6 +193,17 @@ SUSPEND_POLICY_EXAMPLES: list[OpenApiExample] = [
 
 EARLY = {"call_id": "call_1", "content": {"rows": 1}}
 KEPT = {"run_id": v.RUN_ID, "call_id": "call_1", "digest": v.REQUEST_DIGEST, "expires_at": v.LATER, "fresh": True}
+# A run's first event; its hash is the real one, so a reader can check the example by hand (docs/auditors.md).
+REGISTERED = {
+    "id": 2,
+    "run_id": v.RUN_ID,
+    "scope": "demo",
+    "kind": "registered",
+    "actor": v.ENGINE,
+    "revision": 1,
+    "data": {"agent_id": "support-agent"},
+    "at": v.AT,
+}
 
 EXAMPLES: dict[str, list[OpenApiExample]] = {
     "register_run": [
@@ -204,16 +216,7 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
     "list_run_events": [
         answer(
             "registered",
-            {
-                "id": 2,
-                "run_id": v.RUN_ID,
-                "scope": "demo",
-                "kind": "registered",
-                "actor": v.ENGINE,
-                "revision": 1,
-                "data": {"agent_id": "support-agent"},
-                "at": v.AT,
-            },
+            {**REGISTERED, "prev_hash": audit.GENESIS, "hash": audit.event_hash(audit.GENESIS, REGISTERED)},
             200,
         )
     ],

@@ -9,10 +9,10 @@ from django.db import connection
 from django.db.models import Model
 from django.db.models.fields import AutoFieldMixin
 
-from ... import scopes
-from ...models import Run, Suspension
+from ... import audit, scopes
+from ...models import Event, Run, Suspension
 
-RUN, SUSPENSION = Run._meta.db_table, Suspension._meta.db_table
+RUN, SUSPENSION, EVENT = Run._meta.db_table, Suspension._meta.db_table, Event._meta.db_table
 
 # -- a transition's own rows (services/claims.py and the doors) ---------------------------------
 #
@@ -64,6 +64,45 @@ def select_locked_run(run_id: Any, held: Sequence[str] | None) -> tuple[Run, Sus
     return run, live, row[len(RUN_NAMES)]
 
 
+# -- the audit chain (DESIGN §20) ------------------------------------------------------------------
+#
+# An event's hash covers its id, which PostgreSQL generates, so the database finishes what Python
+# begins: Python writes the event's canonical text in two pieces around the id (audit.pieces), and
+# the INSERT draws the id, reads the run's previous hash and hashes, in the same statement. The
+# previous hash is the run's newest event by id: every event of a run is written under the run's
+# lock (a new run's first event by the transaction that creates it), so its ids grow in commit
+# order and the read sees the one before. The event_timeline index (run_id, id) serves it. A
+# statement sees none of its own rows, so one statement holds at most one event per run. The two
+# fragments below are the whole of it; `Writes.insert_events` (one event a statement) and the
+# sweep (services/sql/expiry.py, one event per run) build their INSERT from them. Both keep the
+# statement flat (one FROM item drawing id and prev): planning is most of what the chain costs
+# PostgreSQL (docs/benchmarks.md, "Audit chain").
+
+# The identity sequence of event.id (tests/audit/test_chain.py holds it to pg_get_serial_sequence).
+EVENT_SEQUENCE = f"{EVENT}_id_seq"
+
+
+def chain_source(run_id: str) -> str:
+    """Select-list items `id` (drawn now) and `prev` (the run's newest hash, or 64 zeros) for the run `run_id`."""
+    return (
+        f"nextval('{EVENT_SEQUENCE}') AS id, coalesce((SELECT e.hash FROM {EVENT} e WHERE e.run_id = {run_id} "
+        "ORDER BY e.id DESC LIMIT 1), repeat('0', 64)) AS prev"
+    )
+
+
+def chain_hash(before: str, after: str) -> str:
+    """The hash of an event whose id and prev come from `chain_source` as `n.id`, `n.prev` (audit.event_hash)."""
+    return f"encode(sha256(convert_to(n.prev || E'\\n' || {before} || n.id || {after}, 'UTF8')), 'hex')"
+
+
+_ONE_EVENT = (
+    f"INSERT INTO {EVENT} (id, run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at, "
+    f"prev_hash, hash) SELECT n.id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, n.prev, {chain_hash('%s', '%s')} "
+    f"FROM (SELECT {chain_source('%s')}) n RETURNING id, prev_hash, hash"
+)
+_ONE_EVENT_FIELDS = ("run_id", "scope", "scope_l1", "scope_l2", "scope_l3", "kind", "actor", "revision", "data", "at")
+
+
 Done = Callable[[Any], None]  # what a write does with its cursor once sent (keys read back, the row count checked)
 
 
@@ -105,6 +144,19 @@ class Writes:
                 setattr(row, pk.attname, key)
 
         self.waiting.append((f'{text} RETURNING "{pk.column}"', params, keys))
+
+    def insert_events(self, rows: Sequence[Event]) -> None:
+        """New events, one chained INSERT each (`chain_source`, `chain_hash`); sets id and hashes on each when sent."""
+        field_of = Event._meta.get_field
+        for row in rows:
+            params = [field_of(n).get_db_prep_save(getattr(row, n), connection) for n in _ONE_EVENT_FIELDS]  # type: ignore[union-attr]
+            params += [*audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS}), params[0]]
+            row._state.adding, row._state.db = False, connection.alias
+
+            def chained(cursor: Any, row: Event = row) -> None:
+                row.id, row.prev_hash, row.hash = cursor.fetchone()
+
+            self.waiting.append((_ONE_EVENT, params, chained))
 
     def update(self, model: type[Model], where: dict[str, Any], done: Done | None = None, **values: Any) -> None:
         """One UPDATE of some columns of the rows whose columns equal `where`; `done` gets the cursor (rowcount)."""

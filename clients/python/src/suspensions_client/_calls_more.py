@@ -1,7 +1,7 @@
 """The other endpoints, each as one `Call`: approvals read, receipts, closures, flow waits, discovery, webhooks,
 approval floors.
 
-docs/api.md §7.3-§7.9. Writes that a resend could do twice (park a flow wait,
+docs/api.md §7.3-§7.9, §7.13 and §7.14. Writes that a resend could do twice (park a flow wait,
 create a webhook, rotate its secret, send a test, redeliver, create a floor)
 carry an `Idempotency-Key` (`keyed`), so a resend after a lost answer gets the
 first answer back. Deleting a floor is not resent: `ConnectionLost(maybe_applied=True)`.
@@ -9,6 +9,7 @@ first answer back. Deleting a floor is not resent: `ConnectionLost(maybe_applied
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -259,3 +260,24 @@ def update_approval_floor(
 def delete_approval_floor(floor_id: str) -> Call[ApprovalFloor]:
     """Delete a floor; answers it as it was. Not resent after a lost answer (a resend would be a 404)."""
     return Call("DELETE", f"/approval-floors/{floor_id}", of(ApprovalFloor.from_json), resend=False)
+
+
+# -- the audit trail (auditor) ----------------------------------------------------------------
+
+
+def audit_public_key() -> Call[str]:
+    """The Ed25519 public key (base64) that verifies every audit checkpoint: keep it from a trusted moment."""
+    return Call("GET", "/audit/public-key", lambda data, status: str(data["public_key"]))
+
+
+def audit_export(*, scope: str | None = None, since: datetime | str | None = None) -> Call[str]:
+    """The audit trail as JSON Lines text, held whole (`suspensions_client.verify.verify` checks it offline).
+
+    A very large export is better streamed to a file (curl, or httpx's `stream`).
+    """
+    return Call("GET", "/audit/export", _json_lines, params=query(scope=scope, since=since))
+
+
+def _json_lines(data: Any, status: int) -> str:
+    # An export of one line parses as one JSON document; more lines arrive as text.
+    return data if isinstance(data, str) else json.dumps(data) + "\n"

@@ -76,6 +76,9 @@ class Endpoints:
     decide = Op(calls.decide)
     # receipts, closures, flow waits, discovery
     get_expiry = Op(more.get_expiry)
+    # the audit trail
+    audit_public_key = Op(more.audit_public_key)
+    audit_export = Op(more.audit_export)
     close_run = Op(more.close_run)
     get_closure = Op(more.get_closure)
     park_flow_wait = Op(more.park_flow_wait)

@@ -1,0 +1,101 @@
+"""The audit trail for auditors (DESIGN §20): the checkpoints' public key, and the export as JSON Lines."""
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import presenters, scopes, selectors
+from ..exceptions import Forbidden, InvalidRequest
+from ..models import Event, Role
+from ..principals import Principal
+from ..services import audit
+from . import docs, shapes
+from .authentication import principal_of
+
+NDJSON = "application/x-ndjson"
+# Events are read in keyset pages on id: no server-side cursor (PgBouncer may forbid them), flat memory.
+PAGE = 2000
+COLUMNS = ("id", "run_id", "scope", "kind", "actor", "revision", "data", "at", "prev_hash", "hash")
+
+
+def require_auditor(principal: Principal) -> None:
+    if not principal.superuser and not principal.scopes_with(Role.AUDITOR):
+        raise Forbidden("the 'auditor' role is required")
+
+
+class AuditPublicKey(APIView):
+    @extend_schema(**docs.operation("get_audit_public_key", ok={200: shapes.AuditPublicKeyOut}))
+    def get(self, request: Request) -> Response:
+        require_auditor(principal_of(request))
+        return Response(presenters.audit_public_key(audit.public_key()))
+
+
+class AuditExport(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("scope", str, description="Only this scope and those below it; one you audit."),
+            OpenApiParameter("since", str, description="RFC 3339: only events at or after it."),
+        ],
+        **docs.operation(
+            "export_audit",
+            ok={(200, NDJSON): OpenApiResponse(shapes.AuditLine, description="One JSON object a line, streamed.")},
+        ),
+    )
+    def get(self, request: Request) -> StreamingHttpResponse:
+        principal = principal_of(request)
+        require_auditor(principal)
+        scope, since = export_query(principal, request.query_params)
+        events = selectors.audit_events(principal, scope=scope, since=since)
+        response = StreamingHttpResponse(lines(events, since), content_type=NDJSON)
+        response["Content-Disposition"] = 'attachment; filename="audit.jsonl"'
+        return response
+
+
+def export_query(principal: Principal, params: Any) -> tuple[str | None, datetime | None]:
+    """`scope` and `since`, checked before anything streams: a bad one is a 400, a scope not audited a 403."""
+    scope, since_text = params.get("scope") or None, params.get("since") or None
+    if scope is not None and not scopes.is_valid(scope):
+        raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
+    if scope is not None and not principal.can(Role.AUDITOR, scope):
+        raise Forbidden(f"the 'auditor' role is required in scope '{scope}'")
+    since = None
+    if since_text is not None:
+        try:
+            since = parse_datetime(since_text)
+        except ValueError:
+            since = None
+        if since is None or since.tzinfo is None:
+            raise InvalidRequest(
+                "since must be an RFC 3339 time with its offset", errors={"since": ["Not an RFC 3339 time."]}
+            )
+    return scope, since
+
+
+def lines(events: QuerySet[Event], since: datetime | None) -> Iterator[bytes]:
+    """The events in id order, then the checkpoints that sealed them with only the exported runs' lines."""
+    exported: set[str] = set()
+    after = 0
+    while True:
+        page = list(events.filter(id__gt=after).order_by("id").values(*COLUMNS)[:PAGE])
+        for row in page:
+            exported.add(str(row["run_id"]))
+            yield _line(presenters.audit_event_line(row))
+        if len(page) < PAGE:
+            break
+        after = page[-1]["id"]
+    for checkpoint in selectors.audit_checkpoints(since).iterator(chunk_size=100):
+        visible = [line for line in checkpoint.runs if line[0] in exported]
+        yield _line(presenters.audit_checkpoint_line(checkpoint, visible))
+
+
+def _line(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"

@@ -1,0 +1,304 @@
+"""The audit trail's seals and their checks (DESIGN §20): signed checkpoints, and verification of chains and seals.
+
+The chains themselves are written by the one event writer (claims.write_events,
+sql/rows.py `chain_source`, `chain_hash`); the arithmetic is suspensions/audit.py.
+
+Checkpoints (`write_checkpoint`, the beat's task): one transaction, no run
+lock. Event ids are drawn before commit, so they are not in commit order: an
+event may commit after a checkpoint with a smaller id and an earlier `at`
+(its transaction's clock) than events the checkpoint saw. So "the runs whose
+chain changed since" is not "events with a larger id": the candidates are
+the runs with an event at or after the previous checkpoint's time less a
+grace window (AUDIT_CHECKPOINT_GRACE_SECONDS, far longer than any
+transition's transaction), and a candidate is sealed only when its current
+head and count differ from what was last sealed for it (AuditRunHead). A late
+event is thus sealed by the next checkpoint, and a run is never sealed twice
+at the same head. Two overlapping ticks cannot both write: `seq` is the
+primary key, and the loser's INSERT fails and writes nothing.
+
+Verification (`verify_run`, `verify_all`) trusts nothing in the database
+but the public key: it recomputes every hash, every root and every signature.
+"""
+
+import base64
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, OuterRef, Q, Subquery
+
+from .. import audit
+from ..clock import db_now
+from ..models import AuditCheckpoint, AuditRunHead, Event, EventType, OutboxEvent, Run
+from . import outbox
+from .sql.rows import Writes
+
+COVERED = ("id", "run_id", "scope", "kind", "actor", "revision", "data", "at", "prev_hash", "hash")
+PAGE = 2000
+
+
+# -- the key ------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _signing_key(seed: str) -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(base64.b64decode(seed))
+
+
+def signing_key() -> Ed25519PrivateKey:
+    return _signing_key(settings.AUDIT_SIGNING_KEY)
+
+
+def public_key() -> str:
+    """The checkpoints' Ed25519 public key, base64 of its 32 raw bytes (`GET /api/v1/audit/public-key`)."""
+    raw = signing_key().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return base64.b64encode(raw).decode()
+
+
+def signature_valid(checkpoint: AuditCheckpoint, key: Ed25519PublicKey) -> bool:
+    text = audit.signed_text(
+        seq=checkpoint.seq, at=audit.rfc3339(checkpoint.at), previous=checkpoint.previous, root=checkpoint.root
+    )
+    try:
+        key.verify(base64.b64decode(checkpoint.signature), text)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+# -- writing a checkpoint -----------------------------------------------------------------------
+
+
+def _changed_heads(since: datetime | None) -> list[list[Any]]:
+    """[run_id, head, count] of each run whose chain differs from what was last sealed for it, by run id."""
+    events = Event.objects.all()
+    if since is not None:
+        events = events.filter(run_id__in=Event.objects.filter(at__gte=since).values("run_id"))
+    newest = Event.objects.filter(run_id=OuterRef("run_id")).order_by("-id").values("hash")[:1]
+    heads = events.values("run_id").annotate(count=Count("id"), head=Subquery(newest)).order_by("run_id")
+    found = [[str(h["run_id"]), h["head"], h["count"]] for h in heads]
+    sealed = {str(r.run_id): (r.head, r.count) for r in AuditRunHead.objects.filter(run_id__in=[f[0] for f in found])}
+    return [f for f in found if sealed.get(f[0]) != (f[1], f[2])]
+
+
+def write_checkpoint() -> AuditCheckpoint | None:
+    """Seal the chains that changed since the last checkpoint; None when none did (or another tick won the seq).
+
+    Announced as `audit.checkpoint` through the outbox, scope "" (every workspace-level endpoint).
+    """
+    try:
+        with transaction.atomic():
+            return _write_checkpoint()
+    except IntegrityError:  # another tick wrote this seq first: it sealed the same changes
+        return None
+
+
+def _write_checkpoint() -> AuditCheckpoint | None:
+    now = db_now()
+    last = AuditCheckpoint.objects.order_by("-seq").first()
+    grace = timedelta(seconds=settings.AUDIT_CHECKPOINT_GRACE_SECONDS)
+    runs = _changed_heads(None if last is None else last.at - grace)
+    if not runs:
+        return None
+    previous, seq = (last.root, last.seq + 1) if last else (audit.GENESIS, 1)
+    root = audit.checkpoint_root(previous, runs)
+    text = audit.signed_text(seq=seq, at=audit.rfc3339(now), previous=previous, root=root)
+    signature = base64.b64encode(signing_key().sign(text)).decode()
+    checkpoint = AuditCheckpoint.objects.create(
+        seq=seq, at=now, previous=previous, root=root, runs=runs, signature=signature
+    )
+    AuditRunHead.objects.bulk_create(
+        [AuditRunHead(run_id=r, head=h, count=n, seq=seq) for r, h, n in runs],
+        update_conflicts=True,
+        unique_fields=["run_id"],
+        update_fields=["head", "count", "seq"],
+    )
+    _announce(checkpoint)
+    return checkpoint
+
+
+def checkpoint_data(checkpoint: AuditCheckpoint) -> dict[str, Any]:
+    """What `audit.checkpoint` carries: enough to check the signature, not the runs (they name other tenants')."""
+    return {
+        "seq": checkpoint.seq,
+        "at": audit.rfc3339(checkpoint.at),
+        "root": checkpoint.root,
+        "previous": checkpoint.previous,
+        "runs": len(checkpoint.runs),
+        "signature": checkpoint.signature,
+        "algorithm": "ed25519",
+    }
+
+
+def _announce(checkpoint: AuditCheckpoint) -> None:
+    row = OutboxEvent(type=EventType.AUDIT_CHECKPOINT, data=checkpoint_data(checkpoint), created_at=checkpoint.at)
+    row.stamp_scope("")
+    writes = Writes()
+    writes.insert([row])
+    writes.send()
+    outbox.enqueue_fan_out_of([row])
+
+
+# -- verifying --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """One run's chain recomputed: ok, how many events were checked, the first problem, the latest sealing seq."""
+
+    run_id: str
+    ok: bool
+    events: int
+    problem: str | None
+    checkpoint: int | None
+
+
+def chain_of(run_id: UUID | str) -> list[dict[str, Any]]:
+    """A run's events in id order, as the chain covers them."""
+    return list(Event.objects.filter(run_id=run_id).order_by("id").values(*COVERED))
+
+
+def sealed_line_problem(run_id: str, seq: int, head: str, count: int, events: list[dict[str, Any]]) -> str | None:
+    """Does checkpoint `seq`'s line for the run still match the chain's first `count` events?"""
+    if len(events) < count:
+        return f"run {run_id}: checkpoint {seq} sealed {count} events, {len(events)} remain (events deleted)"
+    if events[count - 1]["hash"] != head:
+        return f"run {run_id}: checkpoint {seq} sealed head {head} at event {count}; the chain there differs"
+    return None
+
+
+def verify_run(run_id: UUID | str) -> RunVerdict:
+    """Recompute one run's chain and check the latest checkpoint that sealed it (root, signature, line).
+
+    A read; takes no lock. Used by `manage.py verify_audit --run` and the admin's run page.
+    """
+    rid = str(run_id)
+    events = chain_of(rid)
+    walked = audit.walk(events)
+    sealing = list(AuditCheckpoint.objects.filter(runs__contains=[[rid]]).order_by("seq"))
+    problems = [walked.problem]
+    for checkpoint in sealing:
+        problems.append(checkpoint_problem(checkpoint, None))
+        problems += [sealed_line_problem(rid, checkpoint.seq, h, n, events) for r, h, n in checkpoint.runs if r == rid]
+    problem = next((p for p in problems if p), None)
+    seq = sealing[-1].seq if sealing else None
+    return RunVerdict(run_id=rid, ok=problem is None, events=walked.checked, problem=problem, checkpoint=seq)
+
+
+def checkpoint_problem(checkpoint: AuditCheckpoint, previous: str | None) -> str | None:
+    """The checkpoint's own checks: its root recomputed, its link to the previous root (when given), its signature."""
+    if previous is not None and checkpoint.previous != previous:
+        return f"checkpoint {checkpoint.seq}: its previous root does not match checkpoint {checkpoint.seq - 1}'s root"
+    if audit.checkpoint_root(checkpoint.previous, checkpoint.runs) != checkpoint.root:
+        return f"checkpoint {checkpoint.seq}: its root does not match its lines (altered)"
+    key = signing_key().public_key()
+    if not signature_valid(checkpoint, key):
+        return f"checkpoint {checkpoint.seq}: its signature does not verify (altered)"
+    return None
+
+
+@dataclass
+class Report:
+    """What `verify_all` checked and every problem found, in the order found (first problem first)."""
+
+    runs: int = 0
+    events: int = 0
+    checkpoints: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def verify_checkpoints(report: Report) -> dict[str, list[tuple[int, str, int]]]:
+    """Walk every checkpoint by seq: gaps, links, roots, signatures. Returns each run's sealed lines."""
+    lines: dict[str, list[tuple[int, str, int]]] = {}
+    expected_seq, previous = 1, audit.GENESIS
+    link: str | None = previous
+    for checkpoint in AuditCheckpoint.objects.order_by("seq").iterator(chunk_size=200):
+        if checkpoint.seq != expected_seq:
+            missing = (
+                f"{expected_seq}" if checkpoint.seq == expected_seq + 1 else f"{expected_seq}-{checkpoint.seq - 1}"
+            )
+            report.problems.append(f"checkpoint {missing}: missing (a gap in seq)")
+            link = None  # the link across a gap cannot be checked
+        problem = checkpoint_problem(checkpoint, link)
+        if problem:
+            report.problems.append(problem)
+        for r, h, n in checkpoint.runs:
+            lines.setdefault(str(r), []).append((checkpoint.seq, h, int(n)))
+        report.checkpoints += 1
+        expected_seq, link = checkpoint.seq + 1, checkpoint.root
+    return lines
+
+
+def runs_by_chain(scope: str | None, run_id: str | None) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Each run's events in (run_id, id) order, in keyset pages of PAGE: memory holds one page and one run."""
+    events = Event.objects.all()
+    if run_id is not None:
+        events = events.filter(run_id=run_id)
+    if scope is not None:
+        events = events.filter(Q(scope=scope) | Q(scope__startswith=scope + "/"))
+    after: tuple[Any, ...] = ()
+    current: tuple[str | None, list[dict[str, Any]]] = (None, [])
+    while True:
+        page = events.order_by("run_id", "id")
+        if after:
+            page = page.filter(Q(run_id__gt=after[0]) | Q(run_id=after[0], id__gt=after[1]))
+        rows = list(page.values(*COVERED)[:PAGE])
+        for row in rows:
+            rid = str(row["run_id"])
+            if rid != current[0]:
+                if current[0] is not None:
+                    yield current[0], current[1]
+                current = (rid, [])
+            current[1].append(row)
+        if len(rows) < PAGE:
+            if current[0] is not None:
+                yield current[0], current[1]
+            return
+        after = (rows[-1]["run_id"], rows[-1]["id"])
+
+
+def verify_all(*, scope: str | None = None, run_id: str | None = None) -> Report:
+    """Recompute every chain (of `scope` or one run) and every checkpoint; every problem in the report."""
+    report = Report()
+    lines = verify_checkpoints(report)
+    seen: set[str] = set()
+    for rid, events in runs_by_chain(scope, run_id):
+        seen.add(rid)
+        walked = audit.walk(events)
+        report.runs += 1
+        report.events += walked.checked
+        if walked.problem:
+            report.problems.append(f"run {rid}: {walked.problem}")
+            continue
+        for seq, head, count in lines.get(rid, []):
+            problem = sealed_line_problem(rid, seq, head, count, events)
+            if problem:
+                report.problems.append(problem)
+                break
+    for rid in _sealed_runs_without_events(lines, seen, scope, run_id):
+        report.problems.append(f"run {rid}: sealed by checkpoint {lines[rid][-1][0]}, but it has no events (deleted)")
+    return report
+
+
+def _sealed_runs_without_events(
+    lines: dict[str, list[tuple[int, str, int]]], seen: set[str], scope: str | None, run_id: str | None
+) -> list[str]:
+    """Sealed runs whose events are all gone; under --scope only those whose run row is in it (or gone too)."""
+    gone = sorted(r for r in lines if r not in seen and (run_id is None or r == run_id))
+    if scope is None or not gone:
+        return gone
+    elsewhere = {
+        str(r)
+        for r in Run.objects.filter(id__in=gone)
+        .exclude(Q(scope=scope) | Q(scope__startswith=scope + "/"))
+        .values_list("id", flat=True)
+    }
+    return [r for r in gone if r not in elsewhere]
