@@ -51,6 +51,8 @@ def kind(path: str, name: str) -> str:
         return "webhook"
     if path.startswith("/api/v1/approval-floors/"):
         return "floor"
+    if path.startswith("/api/v1/notification-routes/"):
+        return "route"
     assert path.startswith("/api/v1/runs/"), f"no object kind known for {path}: add it to kind()"
     return "run"
 
@@ -89,6 +91,8 @@ def acme(db, token):
     hook = post(owner, "/api/v1/webhooks", {"scope": "acme", "url": "https://hooks.example.com/acme"}).json()
     sent = post(owner, f"/api/v1/webhooks/{hook['id']}/test", {}).json()
     floor = post(owner, "/api/v1/approval-floors", {"scope": "acme", "quorum": 2}).json()
+    route = post(owner, "/api/v1/notification-routes", {"scope": "acme", "kind": "email", "target": "a@example.com"})
+    route = route.json()
     ids = {
         "run": approval["run_id"],
         "suspension": approval["id"],
@@ -96,6 +100,7 @@ def acme(db, token):
         "webhook": hook["id"],
         "message": sent["id"],
         "floor": floor["id"],
+        "route": route["id"],
     }
     every = {
         approval["run_id"],
@@ -108,6 +113,7 @@ def acme(db, token):
         hook["id"],
         sent["id"],
         floor["id"],
+        route["id"],
     }
     return ids, every
 
@@ -128,8 +134,8 @@ def test_a_foreign_scope_gets_the_answer_of_a_missing_id_on_every_operation(acme
     table = bodies(ids)
     checked = 0
     for method, path in operations():
-        if "{" not in path:
-            continue
+        if "{" not in path or "{token}" in path:
+            continue  # a callback URL's token is a capability, not an id of a scope (tests/api/test_callbacks.py)
         before = snapshot()
         real = send(foreign, method, fill(path, ids), table.get((method, path)))
         absent = send(foreign, method, fill(path, missing), bodies(missing).get((method, path)))
@@ -150,8 +156,9 @@ def test_no_list_shows_a_row_of_another_scope(acme, token, scope):
     for path in lists:
         for query in ("", "?scope=acme", "?state=paused", "?reason=approval"):
             response = foreign.get(path + query)
-            assert response.status_code in (200, 400, 403), (path, query, response.content[:300])
-            leaked = [i for i in every if i in response.content.decode()]
+            body = b"".join(response.streaming_content) if response.streaming else response.content  # the export
+            assert response.status_code in (200, 400, 403), (path, query, body[:300])
+            leaked = [i for i in every if i in body.decode()]
             assert leaked == [], (path, query)
 
 

@@ -19,7 +19,7 @@ from suspensions.services.sql.rows import Writes
 from tests.helpers import chain_from_api, pause, post, resume
 
 pytestmark = pytest.mark.django_db
-backfill = importlib.import_module("suspensions.migrations.0012_audit_chain")
+backfill = importlib.import_module("suspensions.migrations.0016_audit_chain")
 
 
 def stored(run_id):

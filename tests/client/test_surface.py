@@ -44,6 +44,10 @@ METHODS = {
     "webhook-test": ["test_webhook"],
     "webhook-messages": ["webhook_messages"],
     "webhook-message-redeliver": ["redeliver"],
+    "notification-routes": ["create_notification_route", "list_notification_routes"],
+    "notification-route": ["get_notification_route", "delete_notification_route"],
+    "notification-route-disable": ["disable_notification_route"],
+    "notification-route-enable": ["enable_notification_route"],
     "audit-public-key": ["audit_public_key"],
     "audit-export": ["audit_export"],
 }

@@ -119,8 +119,9 @@ def test_the_page_reads_the_same_number_of_queries_for_a_bare_run_and_a_rich_one
             page_of(auditor, run_id)
         counts.append(len(queries))
     assert counts[0] == counts[1]
-    # Session, user, memberships (twice: the object, then the history), the run, nine history tables, content types.
-    with django_assert_max_num_queries(16):
+    # Session, user, memberships (twice: the object, then the history), the run, nine history tables, content types,
+    # and the verdict's two (the run's chain, the checkpoints that sealed it).
+    with django_assert_max_num_queries(18):
         page_of(auditor, rich.id)
 
 

@@ -24,6 +24,7 @@ from .records import (
     ApprovalFloor,
     ClosureReceipt,
     ExpiryReceipt,
+    NotificationRoute,
     ParkedWait,
     WebhookEndpoint,
     WebhookMessage,
@@ -281,3 +282,55 @@ def audit_export(*, scope: str | None = None, since: datetime | str | None = Non
 def _json_lines(data: Any, status: int) -> str:
     # An export of one line parses as one JSON document; more lines arrive as text.
     return data if isinstance(data, str) else json.dumps(data) + "\n"
+
+
+# -- notification routes (operator) ---------------------------------------------------------
+
+
+def create_notification_route(
+    *,
+    kind: str,
+    target: str,
+    scope: str | None = None,
+    event_types: Sequence[str] | None = None,
+    description: str | None = None,
+    idempotency_key: str | None = None,
+) -> Call[NotificationRoute]:
+    """A new route: `kind` "email" (`target` an address) or "slack" (`target` a channel id like C0123ABC).
+
+    A resend after a lost answer carries the same `Idempotency-Key` and gets the first answer back.
+    """
+    types = list(event_types) if event_types is not None else None
+    body = compact(kind=kind, target=target, scope=scope, event_types=types, description=description)
+    path = "/notification-routes"
+    return keyed("POST", path, of(NotificationRoute.from_json), body, idempotency_key=idempotency_key)
+
+
+def list_notification_routes(
+    *, cursor: str | None = None, page_size: int | None = None
+) -> Call[Page[NotificationRoute]]:
+    """The routes of the caller's operator scopes, newest first."""
+    params = query(cursor=cursor, page_size=page_size)
+    return Call("GET", "/notification-routes", page_of(NotificationRoute.from_json), params=params)
+
+
+def get_notification_route(route_id: str) -> Call[NotificationRoute]:
+    """One notification route."""
+    return Call("GET", f"/notification-routes/{route_id}", of(NotificationRoute.from_json))
+
+
+def delete_notification_route(route_id: str) -> Call[NotificationRoute]:
+    """Remove a route; answers it as it was. Not resent after a lost answer (a resend would be a 404)."""
+    return Call("DELETE", f"/notification-routes/{route_id}", of(NotificationRoute.from_json), resend=False)
+
+
+def disable_notification_route(route_id: str, *, idempotency_key: str | None = None) -> Call[NotificationRoute]:
+    """Stop a route (its approvals are no longer sent there)."""
+    path = f"/notification-routes/{route_id}/disable"
+    return keyed("POST", path, of(NotificationRoute.from_json), idempotency_key=idempotency_key)
+
+
+def enable_notification_route(route_id: str, *, idempotency_key: str | None = None) -> Call[NotificationRoute]:
+    """Start a disabled route again."""
+    path = f"/notification-routes/{route_id}/enable"
+    return keyed("POST", path, of(NotificationRoute.from_json), idempotency_key=idempotency_key)

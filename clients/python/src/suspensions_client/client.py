@@ -90,6 +90,13 @@ class Endpoints:
     get_approval_floor = Op(more.get_approval_floor)
     update_approval_floor = Op(more.update_approval_floor)
     delete_approval_floor = Op(more.delete_approval_floor)
+    # notification routes
+    create_notification_route = Op(more.create_notification_route)
+    list_notification_routes = Op(more.list_notification_routes)
+    get_notification_route = Op(more.get_notification_route)
+    delete_notification_route = Op(more.delete_notification_route)
+    disable_notification_route = Op(more.disable_notification_route)
+    enable_notification_route = Op(more.enable_notification_route)
     # webhooks
     create_webhook = Op(more.create_webhook)
     list_webhooks = Op(more.list_webhooks)

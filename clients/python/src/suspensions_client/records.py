@@ -310,3 +310,34 @@ class WebhookMessage:
             attempts=[DeliveryAttempt.from_json(a) for a in data["attempts"]],
             raw=data,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotificationRoute:
+    """Where a scope's approvals are also announced: an email address or a Slack channel (docs/notifications.md)."""
+
+    id: str
+    scope: str
+    kind: str
+    target: str
+    event_types: list[str]
+    active: bool
+    description: str
+    created_by: str
+    created_at: datetime
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> NotificationRoute:
+        return cls(
+            id=data["id"],
+            scope=data["scope"],
+            kind=data["kind"],
+            target=data["target"],
+            event_types=list(data["event_types"]),
+            active=data["active"],
+            description=data["description"],
+            created_by=data["created_by"],
+            created_at=at(data["created_at"]),
+            raw=data,
+        )
