@@ -121,6 +121,8 @@ class Worker:
                 "worker",
                 "--pool",
                 "prefork",
+                "-Q",
+                "celery,fanout,delivery",
                 "--concurrency",
                 str(processes),
                 "--loglevel",

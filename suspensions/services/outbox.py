@@ -11,11 +11,10 @@ the ids a process commits within a few milliseconds go in one task
 Fan-out (`fan_out`): locks undispatched rows `FOR UPDATE SKIP LOCKED` (the
 last step of the lock order in services.claims), writes one WebhookMessage
 per active endpoint whose scope covers the event's and whose types want it,
-marks the rows dispatched, commits; then enqueues the messages' delivery and
-calls `notify.on_outbox_event` for each row. No network I/O under the lock.
-Only the first message of each (endpoint, run) in a fan-out is enqueued: the
-later ones could not be claimed before it settles, and its settling hands
-over the next (services.delivery); the beat's pass is the net.
+marks the rows dispatched, commits; then enqueues one delivery task per
+endpoint that got messages (services.delivery sends an endpoint's due
+messages in batches, a run's in order) and calls `notify.on_outbox_event`
+for each row. No network I/O under the lock; the beat's pass is the net.
 
 Event data carries ids, scope, state, revision, reasons, digests, tool names
 and the deadline; never a continuation, an admitted input or a secret.
@@ -23,7 +22,7 @@ and the deadline; never a continuation, an admitted input or a secret.
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,7 +41,7 @@ log = logging.getLogger(__name__)
 
 # Tasks are enqueued by name: services never import the tasks module (it imports them).
 FAN_OUT_TASK = "suspensions.tasks.fan_out_outbox"
-DELIVER_TASK = "suspensions.tasks.deliver_messages"
+DELIVER_TASK = "suspensions.tasks.deliver_endpoint"
 # An event held back behind an earlier event of its run (being fanned out elsewhere) is tried again this soon.
 DEFERRED_COUNTDOWN = 1.0
 BATCH = 200
@@ -96,14 +95,19 @@ def _enqueue_on_commit(ids: Callable[[], list[int] | None], countdown: float | N
     transaction.on_commit(send, robust=True)
 
 
-def enqueue_delivery(message_ids: Sequence[Any], countdown: float | None = None) -> None:
-    """On commit, one delivery task per message, so one slow receiver does not hold up the others."""
+def enqueue_delivery(endpoint_ids: Iterable[Any], countdown: float | None = None) -> None:
+    """On commit, one delivery task per endpoint: it sends whatever of that endpoint is due (services.delivery).
+
+    No `expires`: a task queued behind a backlog still runs, and finds nothing
+    to do when another task sent its messages meanwhile.
+    """
+    ids = sorted({str(i) for i in endpoint_ids})
 
     def send() -> None:
-        for message_id in message_ids:
-            current_app.send_task(DELIVER_TASK, args=[[str(message_id)]], countdown=countdown)
+        for endpoint_id in ids:
+            current_app.send_task(DELIVER_TASK, args=[endpoint_id], countdown=countdown)
 
-    if message_ids:
+    if ids:
         transaction.on_commit(send, robust=True)
 
 
@@ -134,28 +138,11 @@ def fan_out(*, ids: Sequence[int] | None = None, older_than: timedelta | None = 
         messages = _messages(ready, now) if ready else []
         if ready:
             fan_out_steps.dispatch(messages, ready, now)
-        enqueue_delivery(first_of_each_run(messages))
+        enqueue_delivery(m.endpoint_id for m in messages)
         if deferred:
             enqueue_fan_out(deferred, countdown=DEFERRED_COUNTDOWN)
     _notify(ready)
     return FanOut(dispatched=ready, messages=len(messages), deferred=deferred)
-
-
-def first_of_each_run(messages: list[Message]) -> list[Any]:
-    """The ids of `messages` (in event order) with no earlier one of this batch to the same endpoint for their run.
-
-    A later one of a run is delivered when the earlier one settles: the
-    settling reads it (it is committed with the earlier one, so it is seen)
-    and hands it over, in the same task or a new one (delivery.settle).
-    """
-    seen: set[tuple[Any, Any]] = set()
-    first = []
-    for m in messages:
-        key = (m.endpoint_id, m.run_id)
-        if m.run_id is None or key not in seen:
-            first.append(m.id)
-        seen.add(key)
-    return first
 
 
 def fan_out_lost(*, older_than: timedelta, max_seconds: float | None = None) -> int:

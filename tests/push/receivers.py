@@ -19,6 +19,8 @@ class Received:
     headers: dict[str, str]
     body: bytes
     status: int
+    # The sender's TCP port: requests that share it came over one kept-alive connection.
+    client_port: int = 0
 
 
 @dataclass
@@ -40,11 +42,15 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.1: the connection stays open between requests, as a production receiver's does.
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 first = not receiver.requests
                 status = receiver.statuses.pop(0) if receiver.statuses else receiver.default
-                receiver.requests.append(Received({k.lower(): v for k, v in self.headers.items()}, body, status))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                receiver.requests.append(Received(headers, body, status, self.client_address[1]))
                 receiver.arrived.set()
                 if first and receiver.hang_first:
                     receiver.released.wait(120)
