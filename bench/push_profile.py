@@ -26,7 +26,7 @@ from typing import Any
 
 import common
 from push import commit_events, fresh
-from push_harness import Receiver, Worker, broker_url
+from push_harness import Receiver, Worker, broker_url, tasks_run
 from soak_watch import tree
 
 # The parts a delivery's CPU is split into (the profile's cumulative time of each, as a share of the pass).
@@ -110,6 +110,7 @@ def through_worker(receiver: Receiver, events: int, processes: int) -> dict[str,
         cpu_first, first = common.cpu_seconds(tree(worker.process.pid)), receiver.count()
         done = receiver.wait_for(events, 600)
         cpu_last = common.cpu_seconds(tree(worker.process.pid))
+        tasks = tasks_run(worker)
     finally:
         worker.stop()
     times = receiver.times()
@@ -122,6 +123,7 @@ def through_worker(receiver: Receiver, events: int, processes: int) -> dict[str,
         "complete": done,
         "per_second": round((len(times) - 1) / span, 1) if span else None,
         "worker_cpu_ms_per_message": round((cpu_last - cpu_first) * 1000 / max(1, counted), 2),
+        "tasks_run": {name.rsplit(".", 1)[-1]: n for name, n in tasks.items()},
     }
 
 

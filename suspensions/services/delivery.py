@@ -266,6 +266,7 @@ def deliver_endpoint(endpoint_id: UUID | str, *, max_seconds: float = ENDPOINT_S
     short (the endpoint gave no answer, or 410), or after `max_seconds`, when
     the endpoint is handed to a new task.
     """
+    outbox.delivery_started(endpoint_id)
     began, results = time.monotonic(), []
     while (batch := claim(endpoint_id=endpoint_id)) is not None:
         sent, whole = deliver_batch(batch)

@@ -29,6 +29,7 @@ from typing import Any
 
 from celery import current_app
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 
 from .. import presenters, scopes
@@ -96,19 +97,48 @@ def _enqueue_on_commit(ids: Callable[[], list[int] | None], countdown: float | N
 
 
 def enqueue_delivery(endpoint_ids: Iterable[Any], countdown: float | None = None) -> None:
-    """On commit, one delivery task per endpoint: it sends whatever of that endpoint is due (services.delivery).
+    """On commit, a delivery task per endpoint unless one is queued already: it sends what of it is due.
 
     No `expires`: a task queued behind a backlog still runs, and finds nothing
-    to do when another task sent its messages meanwhile.
+    to do when another task sent its messages meanwhile. A task of the
+    endpoint that is queued and not started yet claims every message
+    committed before it starts, so a second one would only cost a task
+    (about 4 ms of a worker's CPU, docs/performance.md): the cache remembers
+    the queued one (`delivery_started` forgets it) for QUEUED_SECONDS at most.
+    This is no guard: a lost or stale note costs a task, or leaves the
+    messages to the beat's pass; a countdown (a retry) is always sent.
     """
     ids = sorted({str(i) for i in endpoint_ids})
 
     def send() -> None:
         for endpoint_id in ids:
+            if countdown is None and not _note_queued(endpoint_id):
+                continue
             current_app.send_task(DELIVER_TASK, args=[endpoint_id], countdown=countdown)
 
     if ids:
         transaction.on_commit(send, robust=True)
+
+
+QUEUED_KEY = "suspensions:delivery-queued:{}"
+QUEUED_SECONDS = 5
+
+
+def _note_queued(endpoint_id: str) -> bool:
+    """Note a delivery task of the endpoint as queued; False when one already is (and has not started)."""
+    try:
+        return bool(cache.add(QUEUED_KEY.format(endpoint_id), 1, QUEUED_SECONDS))
+    except Exception:  # noqa: BLE001 - a cache that is down costs a task more, never a message
+        log.exception("the delivery-queued note failed: enqueuing the task anyway")
+        return True
+
+
+def delivery_started(endpoint_id: Any) -> None:
+    """A delivery task of the endpoint starts: the next commit enqueues a new one. Call before its first claim."""
+    try:
+        cache.delete(QUEUED_KEY.format(endpoint_id))
+    except Exception:  # noqa: BLE001 - the note then expires on its own (QUEUED_SECONDS)
+        log.exception("the delivery-queued note was not cleared")
 
 
 # -- fan-out, in its own transaction -----------------------------------------------------------
