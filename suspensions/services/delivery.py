@@ -133,9 +133,10 @@ def send(batch: Batch) -> list[outbound.Outcome | None]:
     outcomes: list[outbound.Outcome | None] = []
     leased = time.monotonic()
     with outbound.Sender(batch.url) as sender:
-        for index, message in enumerate(batch.messages):
+        for message in batch.messages:
             if time.monotonic() - leased > settings.WEBHOOK_LEASE_SECONDS / 3:
-                extend_lease(batch.messages[index:])
+                # The whole batch: the messages sent already are not settled before the batch is recorded.
+                extend_lease(batch.messages)
                 leased = time.monotonic()
             outcome = sender.post(message.body, _headers(batch, message))
             outcomes.append(outcome)
@@ -151,7 +152,7 @@ def _headers(batch: Batch, message: Outgoing) -> dict[str, str]:
 
 
 def extend_lease(messages: tuple[Outgoing, ...]) -> None:
-    """A live worker keeps what it is still sending: the lease of `messages` runs from now again."""
+    """A live worker keeps what it holds, sent or still to send: the lease of `messages` runs from now again."""
     lease = timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS)
     ids = [m.id for m in messages]
     WebhookMessage.objects.filter(pk__in=ids, status=MessageStatus.PENDING).update(next_attempt_at=Now() + lease)

@@ -7,6 +7,7 @@ open, like a receiver that hangs, until the test lets it go.
 
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +30,8 @@ class Receiver:
     statuses: list[int] = field(default_factory=list)
     default: int = 200
     hang_first: bool = False
+    # Seconds each answer takes: a receiver slow enough that a backlog outlasts one worker's start.
+    delay: float = 0.0
     requests: list[Received] = field(default_factory=list)
     released: threading.Event = field(default_factory=threading.Event)
     arrived: threading.Event = field(default_factory=threading.Event)
@@ -54,6 +57,7 @@ class Receiver:
                 receiver.arrived.set()
                 if first and receiver.hang_first:
                     receiver.released.wait(120)
+                time.sleep(receiver.delay)
                 self.send_response(status)
                 if 300 <= status < 400:
                     self.send_header("Location", "http://127.0.0.1:1/elsewhere")

@@ -6,6 +6,8 @@ enqueues are recorded instead of sent, and each step is called directly.
 
 import json
 import socket
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -322,3 +324,29 @@ def test_a_delivery_task_still_queued_covers_the_later_fan_outs_of_its_endpoint(
     assert delivery.deliver_endpoint(endpoint.id) == ["delivered"] * 2
     message_to(endpoint)  # once that task has started, a fan-out enqueues a new one
     assert delivery_tasks(enqueued) == [str(endpoint.id)] * 2
+
+
+def test_a_batch_slower_than_its_lease_keeps_every_message_it_holds_sent_or_still_to_send(receiver, settings):
+    settings.WEBHOOK_LEASE_SECONDS = 1
+    r = receiver(delay=0.4)  # four answers: 1.6 s, longer than the lease
+    endpoint = make_endpoint(url=r.url)
+    for _ in range(4):
+        message_to(endpoint)
+    results = []
+
+    def worker():
+        try:
+            results.extend(delivery.deliver_endpoint(endpoint.id))
+        finally:
+            connection.close()
+
+    sender = threading.Thread(target=worker)
+    sender.start()
+    assert r.arrived.wait(10)
+    taken = []
+    while sender.is_alive():  # another worker, claiming all along
+        batch = delivery.claim(endpoint_id=endpoint.id)
+        taken += batch.messages if batch else []
+        time.sleep(0.05)
+    sender.join()
+    assert (results, taken, len(r.requests)) == (["delivered"] * 4, [], 4)
