@@ -100,7 +100,7 @@ run: install-runtime .env
 		--first "$(PY) manage.py migrate --noinput -v0" \
 		--first "$(PY) manage.py seed_demo -v0 --credentials var/credentials.txt" \
 		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload --skip-checks" \
-		worker ".venv/bin/celery -A suspensions_project --quiet worker --concurrency 1" \
+		worker ".venv/bin/celery -A suspensions_project --quiet worker -Q celery,fanout,delivery --concurrency 1" \
 		beat ".venv/bin/celery -A suspensions_project --quiet beat --schedule var/celerybeat-schedule" \
 		--ready http://127.0.0.1:$(PORT)/healthz --then "cat var/credentials.txt"
 

@@ -48,7 +48,7 @@ PUSH_TABLES = [
     "suspensions_outboxevent",
     "suspensions_membership",
 ]
-DELIVER_TASK = "suspensions.tasks.deliver_messages"
+DELIVER_TASK = "suspensions.tasks.deliver_endpoint"
 
 
 def reset() -> None:

@@ -122,6 +122,8 @@ class Worker:
                 "worker",
                 "--pool",
                 "prefork",
+                "-Q",
+                "celery,fanout,delivery",
                 "--concurrency",
                 str(processes),
                 "--loglevel",

@@ -36,7 +36,17 @@ def celery_worker(
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     command = [str(common.ROOT / ".venv" / "bin" / "celery"), "-A", "suspensions_project", "--quiet", "worker"]
-    command += ["--beat", "--concurrency", str(concurrency), "--loglevel", "warning", "--purge", "--without-gossip"]
+    command += [
+        "--beat",
+        "-Q",
+        "celery,fanout,delivery",
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        "warning",
+        "--purge",
+        "--without-gossip",
+    ]
     command += ["--without-mingle", "-n", f"soak-{os.getpid()}@%h", "--schedule", str(directory / "beat-schedule")]
     return subprocess.Popen(command, cwd=common.ROOT, env=env, start_new_session=True)
 

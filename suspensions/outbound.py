@@ -1,7 +1,8 @@
 """One webhook POST leaving the process (DESIGN §14): the address check, the signature, the send.
 
-No database here and no retries: `services.delivery` claims a message,
-calls `post` outside any transaction, and records what it returns.
+No database here and no retries: `services.delivery` claims a batch of an
+endpoint's messages, sends them through one `Sender` outside any
+transaction, and records what it returns.
 
 The address is checked where it is used. The host is resolved here, each
 answer is checked (loopback, private, link-local, multicast, reserved and
@@ -154,30 +155,61 @@ def _tls() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def post(url: str, body: str, headers: dict[str, str]) -> Outcome:
-    """POST `body` to `url` at its checked address, redirects not followed; never raises for the receiver's faults."""
-    began = time.monotonic()
-    try:
-        address = checked_address(url)
-        request_url = httpx.URL(url).copy_with(host=str(address))
-        parts = urlsplit(url)
-        assert parts.hostname is not None
-        sent = {
-            "content-type": "application/json",
-            "user-agent": USER_AGENT,
-            **headers,
+class Sender:
+    """POSTs to one URL over one kept-alive connection: a delivery batch's messages to its endpoint.
+
+    The address is checked (and the client opened) at the first `post`, so a
+    refused or unresolvable URL is that post's outcome, like any other; every
+    later post of the batch goes to the same checked address, and reuses the
+    connection while the receiver keeps it open. Use as a context manager.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._client: httpx.Client | None = None
+        self._target: tuple[httpx.URL, str, dict[str, str]] | None = None
+
+    def __enter__(self) -> "Sender":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _open(self) -> tuple[httpx.URL, str, dict[str, str]]:
+        if self._target is None:
+            address = checked_address(self.url)
+            parts = urlsplit(self.url)
+            assert parts.hostname is not None
+            request_url = httpx.URL(self.url).copy_with(host=str(address))
             # The name the receiver's virtual host expects, not the address we connect to.
-            "host": parts.netloc.rsplit("@", 1)[-1],
-        }
-        extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
-        # trust_env off: a proxy from the environment would connect to the name, not the checked address.
-        with httpx.Client(timeout=TIMEOUT, follow_redirects=False, trust_env=False, verify=_tls()) as client:
-            response = client.post(request_url, content=body.encode("utf-8"), headers=sent, extensions=extensions)
-        return Outcome(response.status_code, _error_of(response), _ms(began))
-    except Refused as exc:
-        return Outcome(None, str(exc)[:ERROR_CHARS], _ms(began))
-    except Exception as exc:  # noqa: BLE001 - every failure to get an answer is this attempt's error, recorded
-        return Outcome(None, f"{type(exc).__name__}: {exc}"[:ERROR_CHARS], _ms(began))
+            host = parts.netloc.rsplit("@", 1)[-1]
+            extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
+            # trust_env off: a proxy from the environment would connect to the name, not the checked address.
+            self._client = httpx.Client(timeout=TIMEOUT, follow_redirects=False, trust_env=False, verify=_tls())
+            self._target = (request_url, host, extensions)
+        return self._target
+
+    def post(self, body: str, headers: dict[str, str]) -> Outcome:
+        """POST `body`, redirects not followed; never raises for the receiver's faults (they are the Outcome)."""
+        began = time.monotonic()
+        try:
+            request_url, host, extensions = self._open()
+            assert self._client is not None
+            sent = {"content-type": "application/json", "user-agent": USER_AGENT, **headers, "host": host}
+            response = self._client.post(request_url, content=body.encode("utf-8"), headers=sent, extensions=extensions)
+            return Outcome(response.status_code, _error_of(response), _ms(began))
+        except Refused as exc:
+            return Outcome(None, str(exc)[:ERROR_CHARS], _ms(began))
+        except Exception as exc:  # noqa: BLE001 - every failure to get an answer is this attempt's error, recorded
+            return Outcome(None, f"{type(exc).__name__}: {exc}"[:ERROR_CHARS], _ms(began))
+
+
+def post(url: str, body: str, headers: dict[str, str]) -> Outcome:
+    """One POST of `body` to `url` at its checked address (a Sender of one message)."""
+    with Sender(url) as sender:
+        return sender.post(body, headers)
 
 
 def _error_of(response: httpx.Response) -> str:

@@ -76,7 +76,7 @@ def forget_idempotency_keys() -> int:
 # An outbox row still undispatched this long after its commit lost its fan-out task (or its worker).
 LOST_AFTER = timedelta(seconds=5)
 # A send is bounded per phase (outbound.TIMEOUT); these bound a receiver that trickles its answer.
-# A delivery interrupted by either stays pending under its lease and is sent again.
+# A delivery interrupted by either stays pending under its lease and is sent again, its attempt counted.
 DELIVERY_SOFT_LIMIT = 120
 DELIVERY_HARD_LIMIT = DELIVERY_SOFT_LIMIT + 30
 
@@ -90,38 +90,32 @@ def fan_out_outbox(ids: list[int] | None = None) -> int:
 
 
 @shared_task(
-    name="suspensions.tasks.deliver_messages",
+    name="suspensions.tasks.deliver_endpoint",
     soft_time_limit=DELIVERY_SOFT_LIMIT,
     time_limit=DELIVERY_HARD_LIMIT,
     ignore_result=True,
 )
-def deliver_messages(message_ids: list[str]) -> None:
-    """Deliver each message that is due and free, then the next ones of its run it frees (delivery.deliver_in_order).
+def deliver_endpoint(endpoint_id: str) -> int:
+    """Deliver one endpoint's due messages in batches over one connection (delivery.deliver_endpoint); how many.
 
-    The others are left to their task or the beat.
+    Enqueued by a fan-out, a retry's countdown, the beat, or a task that
+    handed the rest over. Two at once for one endpoint claim disjoint batches.
     """
-    for message_id in message_ids:
-        delivery.deliver_in_order(message_id)
-
-
-@shared_task(
-    name="suspensions.tasks.deliver_due",
-    soft_time_limit=DELIVERY_SOFT_LIMIT,
-    time_limit=DELIVERY_HARD_LIMIT,
-    ignore_result=True,
-)
-def deliver_due() -> int:
-    """Deliver due messages, oldest first, for about one beat interval: retries, lost tasks, expired leases."""
-    return delivery.deliver_due(max_seconds=settings.WEBHOOK_SWEEP_SECONDS)
+    return len(delivery.deliver_endpoint(endpoint_id))
 
 
 @shared_task(name="suspensions.tasks.webhook_sweep", ignore_result=True)
 def webhook_sweep() -> None:
-    """Beat: fan out outbox rows whose task was lost; start a delivery pass when messages are due."""
-    # Bounded like deliver_due: this task shares the `celery` queue with the expiry sweep.
+    """Beat: fan out outbox rows whose task was lost; hand each endpoint with messages due soon to a delivery task.
+
+    A delivery task is enqueued for the moment the endpoint's first message
+    is due (a retry's wait or a dead worker's lease ending within one beat
+    interval), with no `expires`: queued behind a backlog it still runs.
+    """
+    # Bounded: this task shares the `celery` queue with the expiry sweep.
     outbox.fan_out_lost(older_than=LOST_AFTER, max_seconds=settings.WEBHOOK_SWEEP_SECONDS)
-    if delivery.has_due():
-        deliver_due.apply_async(expires=settings.WEBHOOK_SWEEP_SECONDS)
+    for endpoint_id, wait in delivery.due_endpoints(within=settings.WEBHOOK_SWEEP_SECONDS):
+        deliver_endpoint.apply_async(args=[str(endpoint_id)], countdown=wait + 0.05 if wait else None)
 
 
 @shared_task(

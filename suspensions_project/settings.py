@@ -197,14 +197,20 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 if CELERY_BROKER_URL.startswith("redis://"):
     CELERY_BROKER_TRANSPORT = "suspensions_project.broker:Transport"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
-# Two queues: `celery` for the sweep, reminders and the webhook sweep; `push` for fan-outs and deliveries.
-# A worker consumes both unless told otherwise (-Q), taking from each in turn, so a backlog of deliveries
-# never holds the expiry sweep behind it (a queued sweep expires after one interval). To isolate them,
-# run one worker with `-Q celery` and others with `-Q push`.
+# Three queues: `celery` for the sweep, reminders and the webhook sweep; `fanout` for fan-outs; `delivery`
+# for webhook deliveries. A worker consumes every queue unless told otherwise (-Q), taking from each in
+# turn, so a backlog of one never holds the others behind it: a queued sweep expires after one interval,
+# and fan-outs must keep making messages while deliveries catch up. To isolate them, run workers with
+# `-Q celery` and `-Q fanout,delivery` (docs/deploy.md).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("push", routing_key="push"))
-_PUSH_TASKS = ("fan_out_outbox", "deliver_messages", "deliver_due", "deliver_notifications", "notification_sweep")
-CELERY_TASK_ROUTES = {f"suspensions.tasks.{name}": {"queue": "push"} for name in _PUSH_TASKS}
+CELERY_TASK_QUEUES = tuple(Queue(name, routing_key=name) for name in ("celery", "fanout", "delivery"))
+CELERY_TASK_ROUTES = {
+    "suspensions.tasks.fan_out_outbox": {"queue": "fanout"},
+    "suspensions.tasks.deliver_endpoint": {"queue": "delivery"},
+    # Notifications are deliveries too (approver emails, Slack messages): the same queue, their own tasks.
+    "suspensions.tasks.deliver_notifications": {"queue": "delivery"},
+    "suspensions.tasks.notification_sweep": {"queue": "delivery"},
+}
 
 # Per token, e.g. "100/min" (s, min, hour, day); empty: no throttle.
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="") or None
@@ -284,12 +290,15 @@ except ValueError:
     raise ImproperlyConfigured(f"WEBHOOK_RETRY_SCHEDULE must be seconds like 5,30,120: {_retry_schedule!r}") from None
 if any(wait <= 0 for wait in WEBHOOK_RETRY_SCHEDULE):
     raise ImproperlyConfigured(f"WEBHOOK_RETRY_SCHEDULE waits must be positive: {_retry_schedule!r}")
-# A claimed message is not claimed again for this long: a worker that died mid-send has it sent again after it.
-WEBHOOK_LEASE_SECONDS = env_int("WEBHOOK_LEASE_SECONDS", default=60, minimum=1)
+# A claimed message is not claimed again for this long (a live worker extends it while sending): a worker that
+# died mid-send has it sent again once it ends, so it bounds how long a dead worker holds up a run's messages.
+WEBHOOK_LEASE_SECONDS = env_int("WEBHOOK_LEASE_SECONDS", default=20, minimum=1)
 # A process wakes the fan-out at most once this many milliseconds, with every outbox id it committed
-# meanwhile (services/wakeups.py); 0 sends one task per commit, at the commit.
-FAN_OUT_WINDOW_MS = env_int("FAN_OUT_WINDOW_MS", default=50, minimum=0)
-# How often beat fans out outbox rows whose task was lost and delivers due messages (retries, expired leases).
+# meanwhile (services/wakeups.py); 0 sends one task per commit, at the commit. 200: each task costs a worker
+# about 4 ms of CPU however few ids it carries, and 40 of them a second were a fifth of a core (issue 33).
+FAN_OUT_WINDOW_MS = env_int("FAN_OUT_WINDOW_MS", default=200, minimum=0)
+# How often beat fans out outbox rows whose task was lost and hands endpoints with messages due (retries,
+# expired leases) to delivery tasks timed for them.
 WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", default=10, minimum=1)
 CELERY_BEAT_SCHEDULE["webhook-sweep"] = {
     "task": "suspensions.tasks.webhook_sweep",

@@ -30,7 +30,8 @@ def celery_worker(tmp_path: Path, number: int, prefix: str) -> list[str]:
     """`celery worker --beat` with its own name and beat schedule file, purging what is queued."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}@%h"
     command = [str(Path(sys.executable).parent / "celery"), "-A", "suspensions_project", "worker", "--beat"]
-    command += ["--concurrency", "1", "--loglevel", "info", "--purge", "-n", name]
+    # Every queue, named as docs/deploy.md runs them: the sweep's, the fan-out's and the deliveries'.
+    command += ["-Q", "celery,fanout,delivery", "--concurrency", "1", "--loglevel", "info", "--purge", "-n", name]
     return command + ["--schedule", str(tmp_path / f"beat-{number}")]
 
 

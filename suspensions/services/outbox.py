@@ -13,10 +13,9 @@ last step of the lock order in services.claims), writes one WebhookMessage
 per active endpoint whose scope covers the event's and whose types want it,
 writes the approver emails and Slack messages the events ask for
 (services.notifications: notifications are deliveries too), marks the rows
-dispatched, commits; then enqueues the deliveries. No network I/O under the lock.
-Only the first message of each (endpoint, run) in a fan-out is enqueued: the
-later ones could not be claimed before it settles, and its settling hands
-over the next (services.delivery); the beat's pass is the net.
+dispatched, commits; then enqueues one delivery task per endpoint that got
+messages (services.delivery sends an endpoint's due messages in batches, a
+run's in order). No network I/O under the lock; the beat's pass is the net.
 
 Event data carries ids, scope, state, revision, reasons, digests, tool names
 and the deadline; never a continuation, an admitted input or a secret.
@@ -24,13 +23,14 @@ and the deadline; never a continuation, an admitted input or a secret.
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from celery import current_app
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 
 from .. import presenters, scopes
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 # Tasks are enqueued by name: services never import the tasks module (it imports them).
 FAN_OUT_TASK = "suspensions.tasks.fan_out_outbox"
-DELIVER_TASK = "suspensions.tasks.deliver_messages"
+DELIVER_TASK = "suspensions.tasks.deliver_endpoint"
 # An event held back behind an earlier event of its run (being fanned out elsewhere) is tried again this soon.
 DEFERRED_COUNTDOWN = 1.0
 BATCH = 200
@@ -100,15 +100,49 @@ def _enqueue_on_commit(ids: Callable[[], list[int] | None], countdown: float | N
     transaction.on_commit(send, robust=True)
 
 
-def enqueue_delivery(message_ids: Sequence[Any], countdown: float | None = None) -> None:
-    """On commit, one delivery task per message, so one slow receiver does not hold up the others."""
+def enqueue_delivery(endpoint_ids: Iterable[Any], countdown: float | None = None) -> None:
+    """On commit, a delivery task per endpoint unless one is queued already: it sends what of it is due.
+
+    No `expires`: a task queued behind a backlog still runs, and finds nothing
+    to do when another task sent its messages meanwhile. A task of the
+    endpoint that is queued and not started yet claims every message
+    committed before it starts, so a second one would only cost a task
+    (about 4 ms of a worker's CPU, docs/performance.md): the cache remembers
+    the queued one (`delivery_started` forgets it) for QUEUED_SECONDS at most.
+    This is no guard: a lost or stale note costs a task, or leaves the
+    messages to the beat's pass; a countdown (a retry) is always sent.
+    """
+    ids = sorted({str(i) for i in endpoint_ids})
 
     def send() -> None:
-        for message_id in message_ids:
-            current_app.send_task(DELIVER_TASK, args=[[str(message_id)]], countdown=countdown)
+        for endpoint_id in ids:
+            if countdown is None and not _note_queued(endpoint_id):
+                continue
+            current_app.send_task(DELIVER_TASK, args=[endpoint_id], countdown=countdown)
 
-    if message_ids:
+    if ids:
         transaction.on_commit(send, robust=True)
+
+
+QUEUED_KEY = "suspensions:delivery-queued:{}"
+QUEUED_SECONDS = 5
+
+
+def _note_queued(endpoint_id: str) -> bool:
+    """Note a delivery task of the endpoint as queued; False when one already is (and has not started)."""
+    try:
+        return bool(cache.add(QUEUED_KEY.format(endpoint_id), 1, QUEUED_SECONDS))
+    except Exception:  # noqa: BLE001 - a cache that is down costs a task more, never a message
+        log.exception("the delivery-queued note failed: enqueuing the task anyway")
+        return True
+
+
+def delivery_started(endpoint_id: Any) -> None:
+    """A delivery task of the endpoint starts: the next commit enqueues a new one. Call before its first claim."""
+    try:
+        cache.delete(QUEUED_KEY.format(endpoint_id))
+    except Exception:  # noqa: BLE001 - the note then expires on its own (QUEUED_SECONDS)
+        log.exception("the delivery-queued note was not cleared")
 
 
 # -- fan-out, in its own transaction -----------------------------------------------------------
@@ -138,27 +172,10 @@ def fan_out(*, ids: Sequence[int] | None = None, older_than: timedelta | None = 
         if ready:
             fan_out_steps.dispatch(messages, ready, now)
             notifications.write_for_events(ready, now)
-        enqueue_delivery(first_of_each_run(messages))
+        enqueue_delivery(m.endpoint_id for m in messages)
         if deferred:
             enqueue_fan_out(deferred, countdown=DEFERRED_COUNTDOWN)
     return FanOut(dispatched=ready, messages=len(messages), deferred=deferred)
-
-
-def first_of_each_run(messages: list[Message]) -> list[Any]:
-    """The ids of `messages` (in event order) with no earlier one of this batch to the same endpoint for their run.
-
-    A later one of a run is delivered when the earlier one settles: the
-    settling reads it (it is committed with the earlier one, so it is seen)
-    and hands it over, in the same task or a new one (delivery.settle).
-    """
-    seen: set[tuple[Any, Any]] = set()
-    first = []
-    for m in messages:
-        key = (m.endpoint_id, m.run_id)
-        if m.run_id is None or key not in seen:
-            first.append(m.id)
-        seen.add(key)
-    return first
 
 
 def fan_out_lost(*, older_than: timedelta, max_seconds: float | None = None) -> int:

@@ -7,7 +7,7 @@ Celery `send_task` costs about a millisecond of CPU in the sending process
 (routing, the message's headers, kombu's producer, the broker's round
 trip): as much as four of the transition's own statements, on the web
 request that made the transition. Here the ids a web process commits
-within `FAN_OUT_WINDOW_MS` (50 by default) are sent together, by one
+within `FAN_OUT_WINDOW_MS` (200 by default; 50 before issue 33) are sent together, by one
 daemon thread of that process, as one task:
 
 - the request that committed the rows only appends their ids to a list;
@@ -18,7 +18,10 @@ daemon thread of that process, as one task:
   transitions a second per process, a window of 50 ms sends one task for
   about every three (bench/cpu.py's round trips: 1,350 tasks without the
   window, 397 with it), and the fan-out task then holds and dispatches
-  them in one transaction instead of one each;
+  them in one transaction instead of one each; on the worker's side each
+  task costs about 4 ms of CPU however few ids it carries (Celery's own
+  share), which is why the window is 200 ms since issue 33: a web process
+  sends at most 5 fan-out tasks a second (docs/performance.md, "Push keeps up");
 - a wake-up is no promise: the rows are committed before their ids get
   here, and a row whose wake-up is lost (the process killed inside the
   window, a broker that is down) is found undispatched by the beat's

@@ -253,7 +253,7 @@ def send_test(*, principal: Principal, endpoint_id: UUID | str) -> WebhookMessag
         message.stamp_scope(endpoint.scope)
         message.save(force_insert=True)
         _logged("tested", principal, endpoint)
-        outbox.enqueue_delivery([message.id])
+        outbox.enqueue_delivery([endpoint.id])
     return message
 
 
@@ -279,7 +279,7 @@ def redeliver(*, principal: Principal, endpoint_id: UUID | str, message_id: UUID
         message.delivered_at = None
         message.save(update_fields=["status", "next_attempt_at", "delivered_at"])
         _logged("redelivered", principal, endpoint, message_id=str(message.id))
-        outbox.enqueue_delivery([message.id])
+        outbox.enqueue_delivery([endpoint.id])
     return message
 
 

@@ -165,13 +165,12 @@ def test_a_test_event_and_a_redelivery_enqueue_their_delivery_on_commit(operator
     with mock.patch("suspensions.services.outbox.current_app.send_task") as send_task:
         with django_capture_on_commit_callbacks(execute=True):
             tested = post(operator, f"/api/v1/webhooks/{body['id']}/test", {}).json()
+        assert WebhookMessage.objects.get(pk=tested["id"]).endpoint_id == uuid.UUID(body["id"])
         with django_capture_on_commit_callbacks(execute=True):
             post(operator, f"/api/v1/webhooks/{body['id']}/messages/{failed.id}/redeliver", {})
     sent = [(c.args[0], c.kwargs["args"]) for c in send_task.call_args_list]
-    assert sent == [
-        ("suspensions.tasks.deliver_messages", [[tested["id"]]]),
-        ("suspensions.tasks.deliver_messages", [[str(failed.id)]]),
-    ]
+    # The endpoint's task: the redelivery's is the same one, still queued (services.outbox.enqueue_delivery).
+    assert sent == [("suspensions.tasks.deliver_endpoint", [body["id"]])]
 
 
 def test_messages_are_listed_newest_first_with_their_attempts(operator):

@@ -56,18 +56,15 @@ def receiver():
 def worker(transactional_db, tmp_path):
     """worker(**env) runs `celery worker --beat` on the test database with short webhook delays, once ready.
 
+    `env` adds to its environment, or overrides those delays.
+
     Every worker is stopped at teardown.
     """
     procs = Processes()
 
     def start(**extra_env):
-        env = child_env(
-            WEBHOOK_ALLOW_PRIVATE="1",
-            WEBHOOK_RETRY_SCHEDULE="0.2,0.2",
-            WEBHOOK_SWEEP_SECONDS="1",
-            WEBHOOK_LEASE_SECONDS="2",
-            **extra_env,
-        )
+        short = {"WEBHOOK_RETRY_SCHEDULE": "0.2,0.2", "WEBHOOK_SWEEP_SECONDS": "1", "WEBHOOK_LEASE_SECONDS": "2"}
+        env = child_env(WEBHOOK_ALLOW_PRIVATE="1", **{**short, **extra_env})
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         number = len(procs.started)
         path = tmp_path / f"worker-{number}.log"

@@ -7,6 +7,7 @@ open, like a receiver that hangs, until the test lets it go.
 
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -19,6 +20,8 @@ class Received:
     headers: dict[str, str]
     body: bytes
     status: int
+    # The sender's TCP port: requests that share it came over one kept-alive connection.
+    client_port: int = 0
 
 
 @dataclass
@@ -27,6 +30,8 @@ class Receiver:
     statuses: list[int] = field(default_factory=list)
     default: int = 200
     hang_first: bool = False
+    # Seconds each answer takes: a receiver slow enough that a backlog outlasts one worker's start.
+    delay: float = 0.0
     requests: list[Received] = field(default_factory=list)
     released: threading.Event = field(default_factory=threading.Event)
     arrived: threading.Event = field(default_factory=threading.Event)
@@ -40,14 +45,19 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.1: the connection stays open between requests, as a production receiver's does.
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 first = not receiver.requests
                 status = receiver.statuses.pop(0) if receiver.statuses else receiver.default
-                receiver.requests.append(Received({k.lower(): v for k, v in self.headers.items()}, body, status))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                receiver.requests.append(Received(headers, body, status, self.client_address[1]))
                 receiver.arrived.set()
                 if first and receiver.hang_first:
                     receiver.released.wait(120)
+                time.sleep(receiver.delay)
                 self.send_response(status)
                 if 300 <= status < 400:
                     self.send_header("Location", "http://127.0.0.1:1/elsewhere")

@@ -6,9 +6,13 @@ enqueues are recorded instead of sent, and each step is called directly.
 
 import json
 import socket
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from standardwebhooks.webhooks import Webhook
 
 from suspensions import services
@@ -20,6 +24,7 @@ from suspensions.services.webhooks import new_secret
 from tests.factories import principal
 
 from .conftest import make_endpoint, paused
+from .receivers import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,7 +95,7 @@ def test_a_failing_receiver_is_retried_on_the_schedule_with_the_same_id_then_the
     assert (message.status, attempts(message)) == (MessageStatus.FAILED, [(1, 500), (2, 500), (3, 500)])
     assert set(r.ids()) == {str(message.id)}
     # Short waits go to the broker as countdown tasks; the beat's pass is the net under them.
-    assert [args for name, args in enqueued if name == outbox.DELIVER_TASK][-2:] == [[[str(message.id)]]] * 2
+    assert [args for name, args in enqueued if name == outbox.DELIVER_TASK][-2:] == [[str(message.endpoint_id)]] * 2
 
 
 def test_a_410_disables_the_endpoint_and_fails_its_pending_messages(receiver):
@@ -137,32 +142,44 @@ def test_the_request_goes_to_the_checked_address_with_the_name_in_the_host_heade
     assert r.requests[0].headers["host"] == f"hooks.example.test:{r.port}"
 
 
-def test_a_later_message_of_a_run_waits_until_the_earlier_one_to_the_same_endpoint_is_settled(receiver, enqueued):
+def test_a_later_message_of_a_run_waits_until_the_earlier_one_to_the_same_endpoint_is_settled(receiver):
     r = receiver(statuses=[500])
-    requested, decided, finished = denied_run(make_endpoint(url=r.url))
+    endpoint = make_endpoint(url=r.url)
+    requested, decided, finished = denied_run(endpoint)
     assert delivery.deliver(requested.id) == "retry"
     assert delivery.deliver(decided.id) is None  # its run's earlier message is still pending
+    assert delivery.deliver_endpoint(endpoint.id) == []  # nothing of the endpoint is free: the retry waits
     due_now(requested)
-    assert delivery.deliver(requested.id) == "delivered"
-    # Settling the first hands the next one of its run to a worker at once.
-    assert enqueued[-1] == (outbox.DELIVER_TASK, [[str(decided.id)]])
-    assert [delivery.deliver(decided.id), delivery.deliver(finished.id)] == ["delivered", "delivered"]
-    assert [json.loads(x.body)["type"] for x in r.requests] == [
-        "approval.requested",
-        "approval.requested",
-        "approval.decided",
-        "run.finished",
-    ]
+    assert delivery.deliver_endpoint(endpoint.id) == ["delivered"] * 3
+    assert types_received(r) == ["approval.requested", "approval.requested", "approval.decided", "run.finished"]
 
 
-def test_a_claimed_message_is_not_claimed_again_until_its_lease_is_over(receiver):
-    message = message_to(make_endpoint(url=receiver().url))
-    assert delivery.claim(message.id) is not None
+def test_a_claimed_message_is_not_claimed_again_until_its_lease_is_over_and_the_lost_attempt_counts(receiver):
+    endpoint = make_endpoint(url=receiver().url)
+    message = message_to(endpoint)
+    assert delivery.claim(message_id=message.id) is not None
     # The worker that claimed it died before recording anything: the message waits out its lease.
-    assert delivery.claim(message.id) is None and delivery.claim() is None
+    assert delivery.claim(message_id=message.id) is None and delivery.claim(endpoint_id=endpoint.id) is None
+    assert attempts(message) == [(1, None)]
     due_now(message)
-    assert delivery.deliver() == "delivered"
-    assert attempts(message) == [(1, 200)]
+    assert delivery.deliver_endpoint(endpoint.id) == ["delivered"]
+    assert attempts(message) == [(1, None), (2, 200)]
+    lost = DeliveryAttempt.objects.get(message=message, number=1)
+    assert lost.error == delivery.WORKER_LOST
+    message.refresh_from_db()
+    assert (message.status, message.attempts) == (MessageStatus.DELIVERED, 2)
+
+
+def test_an_attempt_whose_lease_ran_out_cannot_settle_the_message_its_successor_holds(receiver):
+    r = receiver(statuses=[500])
+    message = message_to(make_endpoint(url=r.url))
+    slow = delivery.claim(message_id=message.id)  # a worker that overran its lease
+    due_now(message)
+    successor = delivery.claim(message_id=message.id)
+    assert delivery.deliver_batch(slow) == (["stale"], True)  # its 500 changes nothing: attempt 2 holds it
+    assert delivery.deliver_batch(successor) == (["delivered"], True)
+    message.refresh_from_db()
+    assert (message.status, attempts(message)) == (MessageStatus.DELIVERED, [(1, 500), (2, 200)])
 
 
 def test_a_disabled_endpoint_gets_no_attempt_until_it_is_enabled_again(receiver):
@@ -170,7 +187,7 @@ def test_a_disabled_endpoint_gets_no_attempt_until_it_is_enabled_again(receiver)
     endpoint = make_endpoint(url=r.url)
     message = message_to(endpoint)
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(active=False)
-    assert (delivery.deliver(message.id), delivery.has_due()) == (None, False)
+    assert (delivery.deliver(message.id), delivery.due_endpoints()) == (None, [])
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(active=True)
     assert delivery.deliver_due(max_seconds=30) == 1
     assert len(r.requests) == 1
@@ -211,64 +228,67 @@ def denied_run(endpoint):
 
 
 def delivery_tasks(enqueued):
-    return [args[0][0] for name, args in enqueued if name == outbox.DELIVER_TASK]
+    return [args[0] for name, args in enqueued if name == outbox.DELIVER_TASK]
 
 
 def types_received(r):
     return [json.loads(x.body)["type"] for x in r.requests]
 
 
-def test_a_chain_of_three_is_enqueued_once_and_one_task_delivers_it_in_order(receiver, enqueued):
+def test_one_task_delivers_an_endpoints_runs_in_batches_over_one_connection_each_run_in_order(receiver, enqueued):
     r = receiver()
-    requested, decided, finished = denied_run(make_endpoint(url=r.url))
-    # Only the first of the run is handed to a worker: the later two wait behind it anyway.
-    assert delivery_tasks(enqueued) == [str(requested.id)]
-    assert delivery.deliver_in_order(str(requested.id)) == ["delivered"] * 3
-    assert types_received(r) == ["approval.requested", "approval.decided", "run.finished"]
-    assert r.ids() == [str(m.id) for m in (requested, decided, finished)]
-    assert delivery_tasks(enqueued) == [str(requested.id)]  # no task more
-    assert set(WebhookMessage.objects.values_list("status", flat=True)) == {MessageStatus.DELIVERED}
+    endpoint = make_endpoint(url=r.url)
+    first = denied_run(endpoint)
+    second = [m for m in denied_run(endpoint) if m.run_id != first[0].run_id]
+    # One task for the endpoint, however many messages its fan-outs made.
+    assert delivery_tasks(enqueued) == [str(endpoint.id)]
+    with CaptureQueriesContext(connection) as statements:
+        assert delivery.deliver_endpoint(endpoint.id) == ["delivered"] * 6
+    # Three rounds (one message of each run per batch), each ONE claim and ONE record, then a claim finding none.
+    pushed = [q["sql"] for q in statements.captured_queries if "suspensions_cache" not in q["sql"]]
+    assert len(pushed) == 7
+    assert r.ids()[0::2] == [str(m.id) for m in first] and r.ids()[1::2] == [str(m.id) for m in second]
+    assert len({x.client_port for x in r.requests}) == 3  # one kept-alive connection per batch
+    assert set(WebhookMessage.objects.values_list("status", "attempts")) == {(MessageStatus.DELIVERED, 1)}
 
 
 def test_a_middle_message_that_fails_for_good_still_lets_its_run_go_on(receiver, enqueued):
     r = receiver(statuses=[200, 500, 500, 500])
-    requested, decided, finished = denied_run(make_endpoint(url=r.url))
-    # Delivered, then the next one's first attempt fails: the chain stops there and waits out the retry.
-    assert delivery.deliver_in_order(str(requested.id)) == ["delivered", "retry"]
+    endpoint = make_endpoint(url=r.url)
+    requested, decided, finished = denied_run(endpoint)
+    # Delivered, then the next one's first attempt fails: its run waits out the retry.
+    assert delivery.deliver_endpoint(endpoint.id) == ["delivered", "retry"]
     assert delivery.deliver(finished.id) is None  # its run's earlier message is still pending
-    assert delivery_tasks(enqueued)[-1] == str(decided.id)  # the retry's countdown task
+    assert delivery_tasks(enqueued)[-1] == str(endpoint.id)  # the retry's countdown task
     due_now(decided)
-    assert delivery.deliver_in_order(str(decided.id)) == ["retry"]
+    assert delivery.deliver_endpoint(endpoint.id) == ["retry"]
     due_now(decided)
     # Past the schedule it fails, and the run's next message goes at once.
-    assert delivery.deliver_in_order(str(decided.id)) == ["failed", "delivered"]
+    assert delivery.deliver_endpoint(endpoint.id) == ["failed", "delivered"]
     assert types_received(r) == ["approval.requested"] + ["approval.decided"] * 3 + ["run.finished"]
-    statuses = [m.status for m in WebhookMessage.objects.filter(pk__in=[requested.pk, decided.pk, finished.pk])]
-    assert sorted(statuses) == sorted([MessageStatus.DELIVERED, MessageStatus.FAILED, MessageStatus.DELIVERED])
-    finished.refresh_from_db()
-    assert finished.status == MessageStatus.DELIVERED
+    statuses = dict(WebhookMessage.objects.values_list("id", "status"))
+    assert [statuses[m.id] for m in (requested, decided, finished)] == ["delivered", "failed", "delivered"]
 
 
-def test_past_its_limit_a_task_hands_the_rest_of_the_chain_to_a_new_task(receiver, enqueued):
+def test_past_its_time_a_task_hands_the_endpoint_to_a_new_task(receiver, enqueued):
     r = receiver()
-    requested, decided, finished = denied_run(make_endpoint(url=r.url))
-    assert delivery.deliver_in_order(str(requested.id), limit=1) == ["delivered"]
-    assert delivery_tasks(enqueued) == [str(requested.id), str(decided.id)]
-    assert delivery.deliver_in_order(str(decided.id), limit=1) == ["delivered"]
-    assert delivery.deliver_in_order(str(finished.id), limit=1) == ["delivered"]
+    endpoint = make_endpoint(url=r.url)
+    denied_run(endpoint)
+    assert delivery.deliver_endpoint(endpoint.id, max_seconds=0) == ["delivered"]
+    assert delivery_tasks(enqueued) == [str(endpoint.id)] * 2
+    assert delivery.deliver_endpoint(endpoint.id) == ["delivered"] * 2
     assert types_received(r) == ["approval.requested", "approval.decided", "run.finished"]
 
 
-def test_a_later_message_that_another_worker_holds_ends_the_chain_and_is_delivered_once(receiver, enqueued):
+def test_a_message_another_worker_holds_is_skipped_and_delivered_once(receiver, enqueued):
     r = receiver()
-    requested, decided, finished = denied_run(make_endpoint(url=r.url))
+    endpoint = make_endpoint(url=r.url)
+    requested, decided, finished = denied_run(endpoint)
     assert delivery.deliver(requested.id) == "delivered"
-    taken = delivery.claim(decided.id)  # another worker's claim, its send still to come
-    assert taken is not None
-    assert delivery.deliver_in_order(str(decided.id)) == []
-    assert delivery.record(taken, delivery.send(taken)) == "delivered"
-    assert delivery_tasks(enqueued)[-1] == str(finished.id)
-    assert delivery.deliver_in_order(str(finished.id)) == ["delivered"]
+    taken = delivery.claim(message_id=decided.id)  # another worker's claim, its send still to come
+    assert delivery.deliver_endpoint(endpoint.id) == []
+    assert delivery.deliver_batch(taken) == (["delivered"], True)
+    assert delivery.deliver_endpoint(endpoint.id) == ["delivered"]
     assert r.ids() == [str(m.id) for m in (requested, decided, finished)]
 
 
@@ -276,7 +296,57 @@ def test_a_410_in_the_middle_of_a_chain_fails_the_rest_and_sends_nothing_more(re
     r = receiver(statuses=[200, 410])
     endpoint = make_endpoint(url=r.url)
     requested, decided, finished = denied_run(endpoint)
-    assert delivery.deliver_in_order(str(requested.id)) == ["delivered", "gone"]
+    assert delivery.deliver_endpoint(endpoint.id) == ["delivered", "gone"]
     assert types_received(r) == ["approval.requested", "approval.decided"]
     finished.refresh_from_db()
     assert finished.status == MessageStatus.FAILED
+
+
+def test_a_receiver_that_does_not_answer_ends_the_batch_and_the_unsent_wait_with_no_attempt_counted(enqueued):
+    endpoint = make_endpoint(url=f"http://127.0.0.1:{free_port()}/hooks")
+    first, second = message_to(endpoint), message_to(endpoint)
+    assert delivery.deliver_endpoint(endpoint.id) == ["retry"]  # one attempt: the connection was refused
+    rows = {m.id: m for m in WebhookMessage.objects.all()}
+    assert [(rows[m.id].status, rows[m.id].attempts) for m in (first, second)] == [
+        (MessageStatus.PENDING, 1),
+        (MessageStatus.PENDING, 0),
+    ]
+    assert attempts(first)[0][1] is None and "Connect" in DeliveryAttempt.objects.get(message=first).error
+    assert attempts(second) == []
+    assert delivery.deliver_endpoint(endpoint.id) == []  # both wait for the retry
+    assert rows[second.id].next_attempt_at > db_now()
+
+
+def test_a_delivery_task_still_queued_covers_the_later_fan_outs_of_its_endpoint(receiver, enqueued):
+    endpoint = make_endpoint(url=receiver().url)
+    message_to(endpoint), message_to(endpoint)
+    assert delivery_tasks(enqueued) == [str(endpoint.id)]  # the second fan-out found the first task still queued
+    assert delivery.deliver_endpoint(endpoint.id) == ["delivered"] * 2
+    message_to(endpoint)  # once that task has started, a fan-out enqueues a new one
+    assert delivery_tasks(enqueued) == [str(endpoint.id)] * 2
+
+
+def test_a_batch_slower_than_its_lease_keeps_every_message_it_holds_sent_or_still_to_send(receiver, settings):
+    settings.WEBHOOK_LEASE_SECONDS = 1
+    r = receiver(delay=0.4)  # four answers: 1.6 s, longer than the lease
+    endpoint = make_endpoint(url=r.url)
+    for _ in range(4):
+        message_to(endpoint)
+    results = []
+
+    def worker():
+        try:
+            results.extend(delivery.deliver_endpoint(endpoint.id))
+        finally:
+            connection.close()
+
+    sender = threading.Thread(target=worker)
+    sender.start()
+    assert r.arrived.wait(10)
+    taken = []
+    while sender.is_alive():  # another worker, claiming all along
+        batch = delivery.claim(endpoint_id=endpoint.id)
+        taken += batch.messages if batch else []
+        time.sleep(0.05)
+    sender.join()
+    assert (results, taken, len(r.requests)) == (["delivered"] * 4, [], 4)

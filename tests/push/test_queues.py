@@ -3,7 +3,7 @@
 Found by the soak (bench/soak.py): with one queue, thousands of queued
 deliveries sat in front of each beat's sweep, which expired unrun after one
 interval, so due pauses stayed live for minutes. Deliveries now go to the
-`push` queue; a worker takes from both queues in turn.
+`delivery` queue (fan-outs to `fanout`); a worker takes from every queue in turn.
 """
 
 import pytest
@@ -21,7 +21,7 @@ BACKLOG = 3000
 
 
 def queued(broker):
-    return broker.llen("push") + broker.llen("celery")
+    return sum(broker.llen(queue) for queue in ("celery", "fanout", "delivery"))
 
 
 def test_the_sweep_expires_a_due_pause_while_thousands_of_deliveries_wait(worker):
@@ -31,7 +31,7 @@ def test_the_sweep_expires_a_due_pause_while_thousands_of_deliveries_wait(worker
         for _ in range(BACKLOG):
             # Messages that do not exist: each delivery task finds nothing to send, but each takes its turn.
             current_app.send_task(
-                "suspensions.tasks.deliver_messages", args=[["00000000-0000-0000-0000-000000000000"]], producer=producer
+                "suspensions.tasks.deliver_endpoint", args=["00000000-0000-0000-0000-000000000000"], producer=producer
             )
     assert queued(broker) > BACKLOG // 2
     run = paused(reason="external_tool", ttl=1).run

@@ -112,17 +112,17 @@ def test_a_forked_child_sends_its_own_wakeups_from_its_own_thread():
 
 @pytest.mark.django_db(transaction=True)
 def test_committed_transitions_reach_the_broker_as_one_fan_out_task(settings):
-    """The real path: two commits inside one window, one task on the `push` queue of the real Redis."""
+    """The real path: two commits inside one window, one task on the `fanout` queue of the real Redis."""
     settings.FAN_OUT_WINDOW_MS = 60_000
     broker = Redis.from_url(settings.CELERY_BROKER_URL)
     outbox.WAKEUPS.flush()  # the window starts now
-    broker.delete("push")
+    broker.delete("fanout")
     s = paused()
     services.approve(principal=principal("user:alice"), suspension_id=s.id, version=version(s))
-    assert broker.llen("push") == 0  # committed, waiting for the window's end
+    assert broker.llen("fanout") == 0  # committed, waiting for the window's end
     outbox.WAKEUPS.flush()
     ids = list(OutboxEvent.objects.order_by("id").values_list("id", flat=True))
-    assert len(ids) == 3 and broker.llen("push") == 1
-    message = json.loads(broker.lpop("push"))
+    assert len(ids) == 3 and broker.llen("fanout") == 1
+    message = json.loads(broker.lpop("fanout"))
     args, _, _ = json.loads(base64.b64decode(message["body"]))
     assert message["headers"]["task"] == outbox.FAN_OUT_TASK and args == [ids]

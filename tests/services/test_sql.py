@@ -135,16 +135,10 @@ def test_a_deliverys_claim_reads_the_message_and_its_endpoint_as_stored(monkeypa
     paused(reason="approval")
     outbox.fan_out()
     message = WebhookMessage.objects.get()
-    claimed = delivery.claim(message.id)
+    claimed = delivery.claim(message_id=message.id)
     assert claimed is not None
-    stored = (message.id, endpoint.id, message.run_id, endpoint.url, endpoint.format, (endpoint.secret,), message.body)
-    assert (
-        claimed.id,
-        claimed.endpoint_id,
-        claimed.run_id,
-        claimed.url,
-        claimed.format,
-        claimed.secrets,
-        claimed.body,
-    ) == stored
+    (one,) = claimed.messages
+    stored = (endpoint.id, endpoint.url, endpoint.format, (endpoint.secret,), message.id, message.run_id, message.body)
+    assert (claimed.endpoint_id, claimed.url, claimed.format, claimed.secrets, one.id, one.run_id, one.body) == stored
+    assert (one.endpoint_id, one.number) == (endpoint.id, 1)
     assert message.body == presenters.webhook_body(OutboxEvent.objects.get(pk=message.event_id), endpoint.format)

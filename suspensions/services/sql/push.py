@@ -1,6 +1,6 @@
-"""Push's SQL (DESIGN §14): the fan-out's hold and a delivery's claim, one statement each."""
+"""Push's SQL (DESIGN §14): the fan-out's hold, a delivery batch's claim and its record, one statement each."""
 
-from ...models import OutboxEvent, WebhookEndpoint, WebhookMessage
+from ...models import DeliveryAttempt, OutboxEvent, WebhookEndpoint, WebhookMessage
 
 OUTBOX = OutboxEvent._meta.db_table
 
@@ -37,14 +37,18 @@ HOLD = {
 }
 
 
-# -- a delivery's claim (services/delivery.py) --------------------------------------------------
+# -- a delivery's claim and its record (services/delivery.py) ---------------------------------
 
 MESSAGE, ENDPOINT = WebhookMessage._meta.db_table, WebhookEndpoint._meta.db_table
+ATTEMPT = DeliveryAttempt._meta.db_table
 
-# The due message (of `id`, or the one due longest) locked SKIP LOCKED OF the message, its lease written,
-# and what sending needs returned, with the database clock. Due: pending, its time come, its endpoint
-# active, and no earlier message of its run to that endpoint still pending (per-run order). One statement
-# is its own transaction in autocommit: the lease is committed before anyone sends.
+# Up to `limit` due messages of ONE endpoint (or the one message `id`), locked SKIP LOCKED OF the message, in
+# one statement (its own transaction in autocommit: the lease is committed before anyone sends). Due: pending,
+# its time come, its endpoint active, and no earlier message of its run to that endpoint still pending, so a
+# batch holds at most one message of a run and the run's order is kept. Each is leased and its attempt counted
+# here, before the send: the attempt row says `in_flight` until the send's outcome replaces it, and a later
+# claim of the message (its lease ran out: the worker died, or overran) turns it into `lost`. Returns what
+# sending needs, the endpoint's columns on every row, in event order, with the database clock.
 _CLAIM_SQL = f"""
 WITH c AS (
     SELECT m.id FROM {MESSAGE} m JOIN {ENDPOINT} e ON e.id = m.endpoint_id
@@ -55,14 +59,57 @@ WITH c AS (
             AND p.status = %(pending)s
       )
     ORDER BY m.next_attempt_at
-    LIMIT 1
+    LIMIT %(limit)s
     FOR UPDATE OF m SKIP LOCKED
+), lost AS (
+    UPDATE {ATTEMPT} a SET error = %(lost)s
+    FROM c WHERE a.message_id = c.id AND a.status_code IS NULL AND a.error = %(in_flight)s
+), leased AS (
+    UPDATE {MESSAGE} m
+    SET next_attempt_at = statement_timestamp() + make_interval(secs => %(lease)s), attempts = m.attempts + 1
+    FROM c WHERE m.id = c.id
+    RETURNING m.id, m.endpoint_id, m.run_id, m.event_id, m.body, m.attempts
+), tried AS (
+    INSERT INTO {ATTEMPT} (message_id, number, at, status_code, error, duration_ms)
+    SELECT id, attempts, statement_timestamp(), NULL, %(in_flight)s, 0 FROM leased
 )
-UPDATE {MESSAGE} m SET next_attempt_at = statement_timestamp() + make_interval(secs => %(lease)s)
-FROM c, {ENDPOINT} e
-WHERE m.id = c.id AND e.id = m.endpoint_id
-RETURNING m.id, m.endpoint_id, m.run_id, e.url, e.format, e.secret, e.previous_secret,
-          e.previous_secret_expires_at, m.body, statement_timestamp()
+SELECT l.id, l.endpoint_id, l.run_id, l.body, l.attempts, e.url, e.format, e.secret, e.previous_secret,
+       e.previous_secret_expires_at, statement_timestamp()
+FROM leased l JOIN {ENDPOINT} e ON e.id = l.endpoint_id
+ORDER BY l.event_id
 """
-CLAIM_ANY_MESSAGE = _CLAIM_SQL.format(only="")
+CLAIM_OF_ENDPOINT = _CLAIM_SQL.format(only="AND m.endpoint_id = %(endpoint)s")
 CLAIM_MESSAGE = _CLAIM_SQL.format(only="AND m.id = %(id)s")
+
+# A sent batch recorded and settled, one statement. Per message (arrays in step): its attempt `number` (the
+# claim's), the answer (status code or NULL, error, duration) and `outcome`: delivered, retry (due again after
+# `wait` seconds), failed (past the schedule), gone (410: failed; the caller disables the endpoint), or unsent
+# (the batch stopped before it: the claim's attempt is taken back and it waits `wait` seconds, with the one that
+# got no answer). A message is settled only by the attempt that holds it (its `attempts` is that number and it is
+# still pending), or by any 2xx: the receiver has it. Returns the ids settled; the others were stale.
+RECORD = f"""
+WITH v AS (
+    SELECT * FROM unnest(
+        %(ids)s::uuid[], %(numbers)s::int[], %(codes)s::int[], %(errors)s::text[], %(durations)s::int[],
+        %(outcomes)s::text[], %(waits)s::float8[]
+    ) AS v(id, number, status_code, error, duration_ms, outcome, wait)
+), held AS (
+    SELECT v.* FROM v JOIN {MESSAGE} m ON m.id = v.id
+    WHERE v.outcome = 'delivered' OR (m.status = %(pending)s AND m.attempts = v.number)
+), recorded AS (
+    UPDATE {ATTEMPT} a SET status_code = v.status_code, error = v.error, duration_ms = v.duration_ms
+    FROM v WHERE a.message_id = v.id AND a.number = v.number AND v.outcome <> 'unsent'
+), taken_back AS (
+    DELETE FROM {ATTEMPT} a USING held v WHERE a.message_id = v.id AND a.number = v.number AND v.outcome = 'unsent'
+)
+UPDATE {MESSAGE} m SET
+    status = CASE WHEN v.outcome = 'delivered' THEN %(delivered)s
+                  WHEN v.outcome IN ('failed', 'gone') THEN %(failed)s ELSE m.status END,
+    delivered_at = CASE WHEN v.outcome = 'delivered' THEN statement_timestamp() ELSE m.delivered_at END,
+    next_attempt_at = CASE WHEN v.outcome IN ('retry', 'unsent')
+                           THEN statement_timestamp() + make_interval(secs => v.wait) ELSE m.next_attempt_at END,
+    attempts = CASE WHEN v.outcome = 'unsent' THEN m.attempts - 1 ELSE m.attempts END
+FROM held v
+WHERE m.id = v.id
+RETURNING m.id
+"""
