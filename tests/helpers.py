@@ -182,8 +182,17 @@ def member(username: str, grants: dict[str, list[str]] | None = None, **flags: A
     return user
 
 
-def approval_pause(scope: str = "acme/support", by: Any = None, ttl: int = 3600, **policy: Any) -> Any:
-    """An approval pause of send_refund stored through the services by an engine (linked to the user `by`, if given).
+def approval_pause(
+    scope: str = "acme/support",
+    by: Any = None,
+    ttl: int = 3600,
+    *,
+    agent: str = "refund-agent",
+    calls: list[dict[str, Any]] | None = None,
+    **policy: Any,
+) -> Any:
+    """An approval pause (of send_refund, unless `calls`) stored through the services by an engine, as an engine
+    stores it: the engine is the requester (linked to the user `by`, if given).
 
     `policy` is the pause's approval policy (quorum, exclude_requester, ...); returns its Approval record.
     """
@@ -192,13 +201,13 @@ def approval_pause(scope: str = "acme/support", by: Any = None, ttl: int = 3600,
 
     user_id = by.pk if by is not None else None
     engine = Principal(name="token:engine", grants=((scope, frozenset({"engine"})),), user_id=user_id)
-    run = services.register_run(principal=engine, agent_id="refund-agent", scope=scope)
+    run = services.register_run(principal=engine, agent_id=agent, scope=scope)
     suspension = services.suspend_run(
         principal=engine,
         run_id=run.id,
         revision=run.revision,
         reason="approval",
-        pending=[call("c1", "send_refund", '{"amount": 900}')],
+        pending=calls or [call("c1", "send_refund", '{"amount": 900}')],
         continuation=continuation(),
         ttl_seconds=ttl,
         approval=policy or None,

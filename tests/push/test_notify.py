@@ -17,7 +17,7 @@ from suspensions.clock import db_now
 from suspensions.models import Approval, Notification, NotificationRoute, OutboxEvent
 from suspensions.services import notifications, outbox
 from tests.factories import principal
-from tests.helpers import approval_pause, call, continuation, member, notify_all
+from tests.helpers import approval_pause, call, member, notify_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,19 +30,9 @@ class FailingBackend(BaseEmailBackend):
 
 
 def request_approval(scope="acme/support", agent="refund-agent", ttl=3600, arguments='{"amount": 900}'):
-    """A real T2 suspend for approval, as an engine sends it; returns the Approval record."""
-    engine = principal("token:engine", scope, "engine")
-    run = services.register_run(principal=engine, agent_id=agent, scope=scope)
-    suspension = services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=run.revision,
-        reason="approval",
-        pending=[call("c1", "send_refund", arguments), call("c2", "notify_customer", '{"to": "ann"}')],
-        continuation=continuation(),
-        ttl_seconds=ttl,
-    )
-    return Approval.objects.get(pk=suspension.id)
+    """A real T2 suspend for approval of two calls, as an engine sends it; returns the Approval record."""
+    calls = [call("c1", "send_refund", arguments), call("c2", "notify_customer", '{"to": "ann"}')]
+    return approval_pause(scope, ttl=ttl, agent=agent, calls=calls)
 
 
 def at_fraction_of_deadline(approval, fraction, span=timedelta(minutes=100)):

@@ -2,12 +2,10 @@
 
 import pytest
 
-from suspensions import services
 from suspensions.clock import db_now
-from suspensions.models import Approval, Notification, NotificationChannel, NotificationKind, SlackIdentity
+from suspensions.models import Notification, NotificationChannel, NotificationKind, SlackIdentity
 from suspensions.slack import sender
-from tests.factories import principal
-from tests.helpers import call, continuation, member, snapshot
+from tests.helpers import approval_pause, call, member, snapshot
 from tests.slack_fake import FakeSlack
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -28,19 +26,7 @@ def slack(settings):
 
 def request_approval(scope="acme/support", agent="refund-agent", arguments='{"amount": 900}', **policy):
     """A real T2 suspend for approval, as an engine stores it (the engine token is the requester)."""
-    engine = principal("token:engine", scope, "engine")
-    run = services.register_run(principal=engine, agent_id=agent, scope=scope)
-    suspension = services.suspend_run(
-        principal=engine,
-        run_id=run.id,
-        revision=run.revision,
-        reason="approval",
-        pending=[call("c1", "send_refund", arguments)],
-        continuation=continuation(),
-        ttl_seconds=3600,
-        approval=policy or None,
-    )
-    return Approval.objects.get(pk=suspension.id)
+    return approval_pause(scope, agent=agent, calls=[call("c1", "send_refund", arguments)], **policy)
 
 
 def approver(username, slack_id=None, scope="acme", email=None):
