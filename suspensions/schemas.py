@@ -299,7 +299,8 @@ def _target(resolver: Any, ref: Any) -> Any:
         raise SchemaUnusable(f"$ref {str(ref)[:200]!r} refers outside the schema: only #... references are accepted.")
     try:
         contents = resolver.lookup(ref).contents
-    except (Unresolvable, LookupError, ValueError):
+    # TypeError: a pointer that walks into a boolean or a number (`#/$defs/a/b` where `a` is `true`).
+    except (Unresolvable, LookupError, ValueError, TypeError):
         raise SchemaUnusable(f"$ref {ref[:200]!r} refers to something the schema does not contain.") from None
     if not isinstance(contents, dict | bool):
         raise SchemaUnusable(f"$ref {ref[:200]!r} refers to a {type(contents).__name__}, not to a schema.")

@@ -155,6 +155,8 @@ def test_an_id_does_not_make_a_relative_ref_remote(engine, listener):
         {"title": "t", "$ref": "#/title"},
         {"$defs": {"n": 5}, "$ref": "#/$defs/n"},
         {"$defs": {"l": {"enum": [1, 2]}}, "$ref": "#/$defs/l/enum"},
+        {"$defs": {"a": True}, "$ref": "#/$defs/a/b"},  # a pointer walking into a boolean (found by the fuzz)
+        {"$defs": {"n": 5}, "$ref": "#/$defs/n/0"},
         unreached("#/$defs/missing"),
         {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
         {"$defs": {"a": {"$ref": "#/$defs/a"}}},  # a self-loop no argument reaches
