@@ -19,12 +19,19 @@ With `--baseline DIR` (another checkout of the project, e.g. the commit
 before a change, with bench/floor_app.py copied in) a second gunicorn serves
 that code, and every phase runs on both, back to back in alternating order:
 the `after / before` ratios of a change are then taken side by side too.
+The baseline serves a database of its own, migrated by its own code (the
+schema may have moved since), and both sides then register their runs over
+HTTP.
 
     .venv/bin/python bench/cpu.py [--rounds 5] [--requests 400] [--clients 8] [--baseline DIR]
 """
 
 import json
+import os
+import subprocess
+import sys
 import time
+import urllib.parse
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -54,8 +61,9 @@ def expect(status: int, body: bytes, wanted: int) -> Any:
 class Round:
     """The work of one round: the runs it pauses, then resumes; each call returns the requests it sent."""
 
-    def __init__(self, n: int) -> None:
-        self.runs = common.bulk_runs(n, SCOPE)
+    def __init__(self, n: int, conns: list[common.Client] | None = None) -> None:
+        """`n` registered runs: written in bulk, or registered over `conns` (a baseline's own database)."""
+        self.runs = common.bulk_runs(n, SCOPE) if conns is None else register_over_http(n, conns)
         self.paused: dict[Any, str] = {}
         self.floor_run = self.runs[0]
 
@@ -91,6 +99,44 @@ class Round:
         return 4
 
 
+def register_over_http(n: int, conns: list[common.Client]) -> list[Any]:
+    """`n` runs registered through the API (set-up, not measured): a baseline's schema may differ from this one's."""
+    chunks = common.split(list(range(n)), len(conns))
+    ids: list[list[str]] = [[] for _ in conns]
+
+    def send(c: int) -> list[float]:
+        for _ in chunks[c]:
+            run = expect(*conns[c].call("POST", "/api/v1/runs", {"agent_id": "bench-agent", "scope": SCOPE}), 201)
+            ids[c].append(run["id"])
+        return []
+
+    common.run_threads(len(conns), send)
+    return [run_id for chunk in ids for run_id in chunk]
+
+
+def baseline_database(root: Path, url: str) -> tuple[str, str]:
+    """The baseline checkout's own bench database (migrated by its own code) and a token in it.
+
+    The code before a schema change cannot serve this checkout's tables, so it
+    gets a database of its own: `<bench database>_before_bench`.
+    """
+    parts = urllib.parse.urlsplit(url)
+    before = urllib.parse.urlunsplit(parts._replace(path=parts.path + "_before_bench"))
+    common.ensure_database(before)
+    env = {**os.environ, "DATABASE_URL": before, "DJANGO_DEBUG": "0", "CELERY_BROKER_URL": "memory://"}
+    manage = [sys.executable, str(root / "manage.py")]
+    subprocess.run([*manage, "migrate", "--verbosity", "0"], env=env, cwd=root, check=True)
+    made = subprocess.run(
+        [*manage, "createtoken", "--scope", SCOPE, "--roles", "engine,approver", "--name", "bench-cpu"],
+        env=env,
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return before, made.stdout.strip().splitlines()[-1]
+
+
 def phase(server: common.Gunicorn, conns: list[common.Client], n: int, kind: str, work: Round) -> dict[str, Any]:
     """`n` requests of `kind` (a round trip is 4 of them) from all the connections at once."""
     call: Callable[[common.Client, int], int] = getattr(work, kind)
@@ -121,24 +167,34 @@ def main() -> dict[str, Any]:
     common.reset_tables()
     secret = common.make_token(SCOPE, ["engine", "approver"], "bench-cpu")
     roots = {"": common.ROOT} if args.baseline is None else {"": common.ROOT, "before:": args.baseline.resolve()}
+    urls, secrets = {"": url}, {"": secret}
+    if args.baseline is not None:
+        urls["before:"], secrets["before:"] = baseline_database(roots["before:"], url)
     phases: dict[str, list[dict[str, Any]]] = {}
     with ExitStack() as stack:
         servers = {
             label: stack.enter_context(
                 common.Gunicorn(
-                    url, workers=args.workers, threads=args.threads, app="bench.floor_app:application", root=root
+                    urls[label],
+                    workers=args.workers,
+                    threads=args.threads,
+                    app="bench.floor_app:application",
+                    root=root,
                 )
             )
             for label, root in roots.items()
         }
-        conns = {label: s.clients(secret, args.clients) for label, s in servers.items()}
+        conns = {label: s.clients(secrets[label], args.clients) for label, s in servers.items()}
+        # With a baseline, both sides register their runs over HTTP, each in its own database.
+        setup = {label: conns[label] if args.baseline is not None else None for label in servers}
         for label, server in servers.items():
-            warm = Round(args.requests)
+            warm = Round(args.requests, setup[label])
             for kind in KINDS:  # every worker thread has its connection and its imports before the first figure
                 phase(server, conns[label], args.requests // 4, kind, warm)
         for round_no in range(args.rounds):
-            common.between_rounds(url, round_no + 1)
-            works = {label: Round(args.requests) for label in servers}
+            for label in servers:
+                common.between_rounds(urls[label], round_no + 1)
+            works = {label: Round(args.requests, setup[label]) for label in servers}
             order = KINDS[round_no % len(KINDS) :] + KINDS[: round_no % len(KINDS)]
             order.remove("resume")
             order.insert(order.index("pause") + 1, "resume")
@@ -201,7 +257,7 @@ def split_pass(secret: str, n: int) -> dict[str, dict[str, float]]:
         setattr(owner, name, wrapper)
 
     timed(views, "validated", "validation")
-    for name in ("suspend_run", "resume_run", "register_run", "decide", "start_admission"):
+    for name in ("pause_run", "resume_run", "register_run", "decide", "start_admission"):
         timed(services, name, "statements")
     local = in_process(secret)
     passes: dict[str, list[dict[str, float]]] = {}

@@ -50,7 +50,7 @@ class RequestObservabilityMiddleware:
 
 
 def bind_route(request: HttpRequest, kwargs: dict[str, Any]) -> None:
-    """Once the URL is resolved: a run's route names its run in the log context (the lane's shortcut calls it too)."""
+    """Once the URL is resolved: a run's route names its run in the log context."""
     match = request.resolver_match
     if match is not None and "runs/<uuid:pk>" in match.route and "pk" in kwargs:
         context.bind_run(kwargs["pk"])
