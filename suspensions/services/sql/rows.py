@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 from django.db.models.fields import AutoFieldMixin
 
@@ -13,6 +13,13 @@ from ... import audit, scopes
 from ...models import Event, Run, Suspension
 
 RUN, SUSPENSION, EVENT = Run._meta.db_table, Suspension._meta.db_table, Event._meta.db_table
+
+
+def _db() -> Any:
+    """This thread's database connection itself. `django.db.connection` is a proxy that finds it again on every
+    attribute read, and a field's get_db_prep_save reads the connection several times: a transition's
+    rows hold some 50 values, so the writes below resolve it once (docs/performance.md, "The plain core")."""
+    return connections[DEFAULT_DB_ALIAS]
 
 # -- a transition's own rows (services/claims.py and the doors) ---------------------------------
 #
@@ -130,9 +137,10 @@ class Writes:
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
         columns = ", ".join(f'"{f.column}"' for f in fields)
         text = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES " + ", ".join([one] * len(rows))
-        params = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows for f in fields]
+        db = _db()
+        params = [f.get_db_prep_save(f.pre_save(row, True), db) for row in rows for f in fields]
         for row in rows:
-            row._state.adding, row._state.db = False, connection.alias
+            row._state.adding, row._state.db = False, db.alias
         pk = model._meta.pk
         assert pk is not None
         if not isinstance(pk, AutoFieldMixin):
@@ -147,11 +155,11 @@ class Writes:
 
     def insert_events(self, rows: Sequence[Event]) -> None:
         """New events, one chained INSERT each (`chain_source`, `chain_hash`); sets id and hashes on each when sent."""
-        field_of = Event._meta.get_field
+        field_of, db = Event._meta.get_field, _db()
         for row in rows:
-            params = [field_of(n).get_db_prep_save(getattr(row, n), connection) for n in _ONE_EVENT_FIELDS]  # type: ignore[union-attr]
+            params = [field_of(n).get_db_prep_save(getattr(row, n), db) for n in _ONE_EVENT_FIELDS]  # type: ignore[union-attr]
             params += [*audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS}), params[0]]
-            row._state.adding, row._state.db = False, connection.alias
+            row._state.adding, row._state.db = False, db.alias
 
             def chained(cursor: Any, row: Event = row) -> None:
                 row.id, row.prev_hash, row.hash = cursor.fetchone()
@@ -160,11 +168,11 @@ class Writes:
 
     def update(self, model: type[Model], where: dict[str, Any], done: Done | None = None, **values: Any) -> None:
         """One UPDATE of some columns of the rows whose columns equal `where`; `done` gets the cursor (rowcount)."""
-        field_of = model._meta.get_field
+        field_of, db = model._meta.get_field, _db()
         sets = ", ".join(f'"{field_of(n).column}" = %s' for n in values)  # type: ignore[union-attr]
         match = " AND ".join(f'"{field_of(n).column}" = %s' for n in where)  # type: ignore[union-attr]
-        params = [field_of(n).get_db_prep_save(v, connection) for n, v in values.items()]  # type: ignore[union-attr]
-        params += [field_of(n).get_db_prep_save(v, connection) for n, v in where.items()]  # type: ignore[union-attr]
+        params = [field_of(n).get_db_prep_save(v, db) for n, v in values.items()]  # type: ignore[union-attr]
+        params += [field_of(n).get_db_prep_save(v, db) for n, v in where.items()]  # type: ignore[union-attr]
         self.waiting.append((f"UPDATE {model._meta.db_table} SET {sets} WHERE {match}", params, done))
 
     def delete(self, model: type[Model], pk: Any) -> None:
