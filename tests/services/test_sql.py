@@ -84,7 +84,7 @@ def test_the_chain_function_inserts_whole_event_rows_with_no_column_list_to_keep
     definition = chain_function()
     # The row variable is the table's own row type, filled by column name from the JSON rows.chain_params sends.
     assert f" e {rows.EVENT};" in definition
-    assert f"jsonb_populate_recordset(NULL::{rows.EVENT}, events)" in definition
+    assert f"e := jsonb_populate_record(NULL::{rows.EVENT}, item -> 'row');" in definition
     assert re.findall(r"INSERT INTO [^;]*;", definition) == [f"INSERT INTO {rows.EVENT} SELECT e.*;"]
     assert f"nextval('{rows.EVENT_SEQUENCE}')" in definition
     # The columns it does name (the ones it computes, and the run it reads the previous hash of) are Event's.
@@ -92,12 +92,12 @@ def test_the_chain_function_inserts_whole_event_rows_with_no_column_list_to_keep
     assert named == {"id", "run_id", "prev_hash", "hash"} <= {f.column for f in Event._meta.concrete_fields}
 
 
-def test_the_chain_function_is_sent_every_column_of_event():
+def test_the_chain_function_is_sent_every_column_of_event_and_its_pieces():
     row = event(Run(scope="acme/support"), "noted", "tester", db_now(), n=1)
-    whole, befores, afters = rows.chain_params([row])
-    assert list(json.loads(whole)[0]) == [f.column for f in Event._meta.concrete_fields]
-    before, after = audit.pieces(fields_of(row))
-    assert (befores, afters) == ([before], [after])
+    (sent,) = rows.chain_params([row])
+    (item,) = json.loads(sent)
+    assert list(item["row"]) == [f.column for f in Event._meta.concrete_fields]
+    assert (item["before"], item["after"]) == audit.pieces(fields_of(row))
 
 
 def test_an_event_written_by_the_chain_function_reads_back_field_by_field_as_built(engine):

@@ -88,7 +88,7 @@ def select_locked_run(run_id: Any, held: Sequence[str] | None) -> tuple[Run, Sus
 # old definition) and the call below; tests/services/test_sql.py reads it back from PostgreSQL.
 
 CHAIN_EVENTS = "suspensions_chain_events"
-CHAIN_CALL = f"{CHAIN_EVENTS}(%s::jsonb, %s::text[], %s::text[])"
+CHAIN_CALL = f"{CHAIN_EVENTS}(%s::jsonb)"
 # The identity sequence of event.id, named in the function (tests/audit/test_chain.py holds it to
 # pg_get_serial_sequence, tests/services/test_sql.py to the function's definition).
 EVENT_SEQUENCE = f"{EVENT}_id_seq"
@@ -100,15 +100,18 @@ def _jsonable(value: Any) -> Any:
 
 
 def chain_params(rows: Sequence[Event]) -> list[Any]:
-    """The parameters of `CHAIN_CALL` for these events: each whole row by column name, its canonical pieces.
+    """The parameter of `CHAIN_CALL` for these events, in order: each whole row by column name, and its pieces.
 
     Values go through each field's pre_save and get_prep_value: the Python value the ORM would adapt
     (a JSONField's as itself, not psycopg's wrapper of it).
     """
     fields = Event._meta.concrete_fields
-    whole = [{f.column: _jsonable(f.get_prep_value(f.pre_save(row, True))) for f in fields} for row in rows]
-    pieces = [audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS}) for row in rows]
-    return [json.dumps(whole, separators=(",", ":")), [b for b, _ in pieces], [a for _, a in pieces]]
+    items = []
+    for row in rows:
+        before, after = audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS})
+        whole = {f.column: _jsonable(f.get_prep_value(f.pre_save(row, True))) for f in fields}
+        items.append({"row": whole, "before": before, "after": after})
+    return [json.dumps(items, separators=(",", ":"))]
 
 
 Done = Callable[[Any], None]  # what a write does with its cursor once sent (keys read back, the row count checked)
