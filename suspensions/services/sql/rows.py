@@ -95,7 +95,7 @@ EVENT_SEQUENCE = f"{EVENT}_id_seq"
 
 
 def _jsonable(value: Any) -> Any:
-    """A column's value as jsonb_populate_recordset reads it: uuids and times as their text, the rest as itself."""
+    """A column's value as jsonb_populate_record reads it: uuids and times as their text, the rest as itself."""
     return str(value) if isinstance(value, UUID | datetime) else value
 
 
