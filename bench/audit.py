@@ -1,8 +1,9 @@
 """DESIGN §20: what the audit chain costs a transition, and the export's memory at a million events.
 
 (a) chain: register + pause + one-shot resume (four events) through the
-services, in this process, with each event's chained INSERT (the hash
-finished by PostgreSQL, `sql.rows.chain_hash`) and, side by side, with a
+services, in this process, with the events chained (the hash finished by
+PostgreSQL's `suspensions_chain_events`, one call per `write_events`:
+`sql.rows.Writes.insert_events`) and, side by side, with a
 plain INSERT of the same row and empty hashes: the plain one is swapped in at
 run time in this bench process only (the service has no switch to turn the
 chain off). The cycle runs twice: calling the services, and as three
@@ -35,7 +36,7 @@ RESULTS = [{"call_id": "c1", "content": {"ok": True}}]
 
 
 def plain_insert_events(self: Any, rows: Any) -> None:
-    """The INSERT without the chain: the same row, empty hashes (bench only)."""
+    """The INSERT without the chain: the same rows, empty hashes, one multi-row INSERT (bench only)."""
     for row in rows:
         row.prev_hash, row.hash = "", ""
     self.insert(rows)

@@ -1,7 +1,7 @@
 """The audit trail's seals and their checks (DESIGN §20): signed checkpoints, and verification of chains and seals.
 
 The chains themselves are written by the one event writer (claims.write_events,
-sql/rows.py `chain_source`, `chain_hash`); the arithmetic is suspensions/audit.py.
+sql/rows.py `CHAIN_CALL`: the function of migration 0017); the arithmetic is suspensions/audit.py.
 
 Checkpoints (`write_checkpoint`, the beat's task): one transaction, no run
 lock. Event ids are drawn before commit, so they are not in commit order: an

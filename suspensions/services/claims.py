@@ -184,7 +184,7 @@ def tags_of(run: Run) -> tuple[str, ...]:
 
 
 def write_events(writes: Writes, *rows: Event, announce: Mapping[str, Any] | None = None) -> None:
-    """The one writer of events: one chained INSERT per row (the audit chain), then their outbox rows (services.outbox).
+    """The one writer of events: one call chaining them all (the audit chain, sql/rows.py), then their outbox rows.
 
     Each row is also one transition for the metrics and one INFO log line,
     both on commit, so nothing else needs to announce it. `announce` adds

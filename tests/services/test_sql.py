@@ -1,31 +1,36 @@
 """The hand-written SQL (services/sql/) held to the models: no field can be dropped by a statement written by hand.
 
-Two guards. Every INSERT in services/sql/ names every column of its table, read from
+Three guards. Every INSERT in services/sql/ names every column of its table, read from
 the model's `_meta` (and so from the migrations: makemigrations --check holds
-the models to them). And the rows the sweep, the fan-out and a delivery's
-claim leave are compared field by field with the rows the ORM path builds for
-the same change, so a field set in Python and lost on the way to the
+the models to them). The audit chain's function (migration 0017), read back from
+PostgreSQL, inserts whole event rows, names only Event's columns, and is sent
+every column of Event by name. And the rows the sweep, the fan-out and a
+delivery's claim leave are compared field by field with the rows the ORM path
+builds for the same change, so a field set in Python and lost on the way to the
 database fails here (the drift of issue 31: a field added to WebhookMessage
 and set in the fan-out was dropped by a hand-written column list).
 """
 
 import ast
 import inspect
+import json
 import re
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection, transaction
 from django.db.models import Model
 from django.db.models.fields import AutoFieldMixin
 from django.utils.dateparse import parse_datetime
 
-from suspensions import presenters, services
+from suspensions import audit, presenters, services
 from suspensions.clock import db_now
 from suspensions.models import Event, IdempotencyKey, OutboxEvent, Run, WebhookMessage
 from suspensions.services import announce, delivery, fan_out_steps, outbox
-from suspensions.services.claims import event
+from suspensions.services.claims import event, write_events
 from suspensions.services.sql import expiry, idempotency, push, rows
+from suspensions.services.sql.rows import Writes
 from tests.helpers import pause
 
 from ..push.conftest import make_endpoint, paused
@@ -65,9 +70,44 @@ def test_every_insert_in_the_hand_written_sql_names_every_column_of_its_table():
     for module, found in inserts:
         model = {m._meta.db_table: m for m in (Event, OutboxEvent, *_models())}[getattr(module, found.group(1))]
         named = {c.strip() for c in found.group(2).split(",")}
-        # An event's hash covers its id, so the chained INSERT draws the id itself (rows.chain_source).
-        expected = inserted_columns(model) | ({"id"} if model is Event else set())
+        expected = inserted_columns(model)
         assert named == expected, f"INSERT INTO {model.__name__}: {named ^ expected}"
+
+
+def chain_function() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_functiondef(%s::regproc)", [rows.CHAIN_EVENTS])
+        return cursor.fetchone()[0]
+
+
+def test_the_chain_function_inserts_whole_event_rows_with_no_column_list_to_keep():
+    definition = chain_function()
+    # The row variable is the table's own row type, filled by column name from the JSON rows.chain_params sends.
+    assert f" e {rows.EVENT};" in definition
+    assert f"e := jsonb_populate_record(NULL::{rows.EVENT}, item -> 'row');" in definition
+    assert re.findall(r"INSERT INTO [^;]*;", definition) == [f"INSERT INTO {rows.EVENT} SELECT e.*;"]
+    assert f"nextval('{rows.EVENT_SEQUENCE}')" in definition
+    # The columns it does name (the ones it computes, and the run it reads the previous hash of) are Event's.
+    named = set(re.findall(r"\b[ep]\.(\w+)", definition))
+    assert named == {"id", "run_id", "prev_hash", "hash"} <= {f.column for f in Event._meta.concrete_fields}
+
+
+def test_the_chain_function_is_sent_every_column_of_event_and_its_pieces():
+    row = event(Run(scope="acme/support"), "noted", "tester", db_now(), n=1)
+    (sent,) = rows.chain_params([row])
+    (item,) = json.loads(sent)
+    assert list(item["row"]) == [f.column for f in Event._meta.concrete_fields]
+    assert (item["before"], item["after"]) == audit.pieces(fields_of(row))
+
+
+def test_an_event_written_by_the_chain_function_reads_back_field_by_field_as_built(engine):
+    run = Run.objects.get(pk=pause(engine)["run_id"])
+    row = event(run, "noted", "tester", db_now(), text='naïve ✓ "quoted" \\ {a,b}', n=1.5, none=None)
+    with transaction.atomic():
+        writes = Writes()
+        write_events(writes, row)
+        writes.send()
+    assert fields_of(Event.objects.get(pk=row.id), skip=()) == fields_of(row, skip=())
 
 
 def test_the_take_of_an_idempotency_key_writes_every_column_of_its_table():

@@ -1,10 +1,10 @@
 """The sweep's SQL (DESIGN §6, T9): the re-read of a locked batch, and its set-based writes.
 
 services/sweep.py locks the runs and owns the transaction; this module only
-reads and writes under those locks: one UPDATE of the runs, one INSERT of
-events, one UPDATE of approvals, one of admissions, one INSERT of receipts,
-one DELETE of pauses, one INSERT of outbox rows (`suspension.expired`,
-DESIGN §14), in one round trip.
+reads and writes under those locks: one UPDATE of the runs, the events (one
+call of the audit chain's function, sql/rows.py), one UPDATE of approvals,
+one of admissions, one INSERT of receipts, one DELETE of pauses, one INSERT
+of outbox rows (`suspension.expired`, DESIGN §14), in one round trip.
 """
 
 import json
@@ -15,7 +15,7 @@ from uuid import UUID
 
 from django.db import connection
 
-from ... import audit, digests
+from ... import digests
 from ...ids import uuid7
 from ...models import (
     TERMINAL_STATES,
@@ -34,7 +34,7 @@ from ...models import (
     Suspension,
 )
 from .. import announce
-from .rows import chain_hash, chain_source
+from .rows import CHAIN_CALL, chain_params
 
 RUN, EVENT, RECEIPT = Run._meta.db_table, Event._meta.db_table, ExpiryReceipt._meta.db_table
 APPROVAL, ADMISSION, SUSPENSION = Approval._meta.db_table, Admission._meta.db_table, Suspension._meta.db_table
@@ -211,25 +211,15 @@ def _event_data(row: Due) -> dict[str, Any]:
 def _insert_events(rows: list[Due], now: datetime) -> Statement:
     """One event per row at the run's revision (bumped when the run expires; unchanged by an escalation or an orphan).
 
-    Chained like every event, from the same fragments as the claim path's
-    (rows.chain_source, rows.chain_hash): a pause is one per run, so each run has one row here.
+    Chained like every event, by the same function as the claim path's (rows.CHAIN_CALL, rows.chain_params).
     """
-    at = digests.rfc3339(now)
-    batch = []
+    events = []
     for r in rows:
         revision = r.revision + 1 if r.kind in ENDING else r.revision
-        fields = {"actor": SWEEPER, "at": now, "data": _event_data(r), "kind": event_kind(r)}
-        before, after = audit.pieces({**fields, "revision": revision, "run_id": r.run_id, "scope": r.scope})
-        batch.append({"run_id": r.run_id.hex, "kind": fields["kind"], "revision": revision, "data": fields["data"]})
-        batch[-1].update(before=before, after=after)
-    columns = "run_id uuid, kind text, revision bigint, data jsonb, before text, after text"
-    return (
-        f"INSERT INTO {EVENT} (id, run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at, "
-        f"prev_hash, hash) SELECT n.id, r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, n.kind, %s, n.revision, "
-        f"n.data, %s, n.prev, {chain_hash('n.before', 'n.after')} "
-        f"FROM (SELECT v.*, {chain_source('v.run_id')} FROM {_rows(columns)}) n JOIN {RUN} r ON r.id = n.run_id",
-        [SWEEPER, at, _json(batch)],
-    )
+        row = Event(run_id=r.run_id, kind=event_kind(r), actor=SWEEPER, revision=revision, data=_event_data(r), at=now)
+        row.stamp_scope(r.scope)
+        events.append(row)
+    return f"SELECT count(*) FROM {CHAIN_CALL}", chain_params(events)
 
 
 def _announced(row: Due) -> tuple[str, dict[str, Any]]:

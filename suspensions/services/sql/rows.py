@@ -1,9 +1,11 @@
 """The run lock and a transition's rows, as SQL built from the models' _meta (services/claims.py, the doors)."""
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
@@ -75,39 +77,48 @@ def select_locked_run(run_id: Any, held: Sequence[str] | None) -> tuple[Run, Sus
 #
 # An event's hash covers its id, which PostgreSQL generates, so the database finishes what Python
 # begins: Python writes the event's canonical text in two pieces around the id (audit.pieces), and
-# the INSERT draws the id, reads the run's previous hash and hashes, in the same statement. The
+# the function suspensions_chain_events (migration 0017) draws the id, reads the run's previous hash
+# and hashes, then inserts the row, for each event in order, in the statement that calls it. The
 # previous hash is the run's newest event by id: every event of a run is written under the run's
 # lock (a new run's first event by the transaction that creates it), so its ids grow in commit
-# order and the read sees the one before. The event_timeline index (run_id, id) serves it. A
-# statement sees none of its own rows, so one statement holds at most one event per run. The two
-# fragments below are the whole of it; `Writes.insert_events` (one event a statement) and the
-# sweep (services/sql/expiry.py, one event per run) build their INSERT from them. Both keep the
-# statement flat (one FROM item drawing id and prev): planning is most of what the chain costs
-# PostgreSQL (docs/benchmarks.md, "Audit chain").
+# order and the read sees the one before; the event_timeline index (run_id, id) serves it. Each
+# event is an INSERT of its own inside the function, so one call chains several events of a run.
+# `Writes.insert_events` (a transition's events) and the sweep (services/sql/expiry.py, one event
+# per run) both call it with `chain_params`: the chain lives in that one function. It is PL/pgSQL
+# because PostgreSQL keeps the plans of a function's statements per connection, where a chained
+# INSERT sent as text (client-side binding, no prepared statements: PgBouncer) was planned anew for
+# every event, most of what the chain cost (docs/benchmarks.md, "Audit chain").
+#
+# The function names no column list: `chain_params` sends every concrete field of Event by column
+# name and the function inserts the whole row, so a field added to Event needs no change here or
+# there. To change the function itself: a new migration (CREATE OR REPLACE FUNCTION, its reverse the
+# old definition) and the call below; tests/services/test_sql.py reads it back from PostgreSQL.
 
-# The identity sequence of event.id (tests/audit/test_chain.py holds it to pg_get_serial_sequence).
+CHAIN_EVENTS = "suspensions_chain_events"
+CHAIN_CALL = f"{CHAIN_EVENTS}(%s::jsonb)"
+# The identity sequence of event.id, named in the function (tests/audit/test_chain.py holds it to
+# pg_get_serial_sequence, tests/services/test_sql.py to the function's definition).
 EVENT_SEQUENCE = f"{EVENT}_id_seq"
 
 
-def chain_source(run_id: str) -> str:
-    """Select-list items `id` (drawn now) and `prev` (the run's newest hash, or 64 zeros) for the run `run_id`."""
-    return (
-        f"nextval('{EVENT_SEQUENCE}') AS id, coalesce((SELECT e.hash FROM {EVENT} e WHERE e.run_id = {run_id} "
-        "ORDER BY e.id DESC LIMIT 1), repeat('0', 64)) AS prev"
-    )
+def _jsonable(value: Any) -> Any:
+    """A column's value as jsonb_populate_record reads it: uuids and times as their text, the rest as itself."""
+    return str(value) if isinstance(value, UUID | datetime) else value
 
 
-def chain_hash(before: str, after: str) -> str:
-    """The hash of an event whose id and prev come from `chain_source` as `n.id`, `n.prev` (audit.event_hash)."""
-    return f"encode(sha256(convert_to(n.prev || E'\\n' || {before} || n.id || {after}, 'UTF8')), 'hex')"
+def chain_params(rows: Sequence[Event]) -> list[Any]:
+    """The parameter of `CHAIN_CALL` for these events, in order: each whole row by column name, and its pieces.
 
-
-_ONE_EVENT = (
-    f"INSERT INTO {EVENT} (id, run_id, scope, scope_l1, scope_l2, scope_l3, kind, actor, revision, data, at, "
-    f"prev_hash, hash) SELECT n.id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, n.prev, {chain_hash('%s', '%s')} "
-    f"FROM (SELECT {chain_source('%s')}) n RETURNING id, prev_hash, hash"
-)
-_ONE_EVENT_FIELDS = ("run_id", "scope", "scope_l1", "scope_l2", "scope_l3", "kind", "actor", "revision", "data", "at")
+    Values go through each field's pre_save and get_prep_value: the Python value the ORM would adapt
+    (a JSONField's as itself, not psycopg's wrapper of it).
+    """
+    fields = Event._meta.concrete_fields
+    items = []
+    for row in rows:
+        before, after = audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS})
+        whole = {f.column: _jsonable(f.get_prep_value(f.pre_save(row, True))) for f in fields}
+        items.append({"row": whole, "before": before, "after": after})
+    return [json.dumps(items, separators=(",", ":"))]
 
 
 Done = Callable[[Any], None]  # what a write does with its cursor once sent (keys read back, the row count checked)
@@ -154,17 +165,18 @@ class Writes:
         self.waiting.append((f'{text} RETURNING "{pk.column}"', params, keys))
 
     def insert_events(self, rows: Sequence[Event]) -> None:
-        """New events, one chained INSERT each (`chain_source`, `chain_hash`); sets id and hashes on each when sent."""
-        field_of, db = Event._meta.get_field, _db()
+        """New events, chained in order by ONE call of `CHAIN_EVENTS`; sets id and hashes on each when sent."""
+        if not rows:
+            return
+        db = _db()
         for row in rows:
-            params = [field_of(n).get_db_prep_save(getattr(row, n), db) for n in _ONE_EVENT_FIELDS]  # type: ignore[union-attr]
-            params += [*audit.pieces({k: getattr(row, k) for k in audit.HEAD_KEYS + audit.TAIL_KEYS}), params[0]]
             row._state.adding, row._state.db = False, db.alias
 
-            def chained(cursor: Any, row: Event = row) -> None:
-                row.id, row.prev_hash, row.hash = cursor.fetchone()
+        def chained(cursor: Any) -> None:
+            for row, (key, prev_hash, hash_) in zip(rows, cursor.fetchall(), strict=True):
+                row.id, row.prev_hash, row.hash = key, prev_hash, hash_
 
-            self.waiting.append((_ONE_EVENT, params, chained))
+        self.waiting.append((f"SELECT id, prev_hash, hash FROM {CHAIN_CALL}", chain_params(rows), chained))
 
     def update(self, model: type[Model], where: dict[str, Any], done: Done | None = None, **values: Any) -> None:
         """One UPDATE of some columns of the rows whose columns equal `where`; `done` gets the cursor (rowcount)."""
