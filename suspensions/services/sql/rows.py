@@ -23,6 +23,7 @@ def _db() -> Any:
     rows hold some 50 values, so the writes below resolve it once (docs/performance.md, "The plain core")."""
     return connections[DEFAULT_DB_ALIAS]
 
+
 # -- a transition's own rows (services/claims.py and the doors) ---------------------------------
 #
 # The run lock and the writes of every transition, built from the models' _meta (tables, columns,
