@@ -49,9 +49,11 @@ def make_handler(verifier: Any) -> type[BaseHTTPRequestHandler]:
             # Delivery is at least once: the same webhook-id again is a retry of what we already have.
             repeat = " (again: already received)" if message_id and message_id in seen else ""
             seen.add(message_id)
+            # Handled first, acknowledged after: a receiver that answers 2xx before it has done its work
+            # can lose a delivery the service will never send again.
+            show(body, message_id, status + repeat)
             self.send_response(204)
             self.end_headers()
-            show(body, message_id, status + repeat)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # one line per delivery from show(), not http.server's access log
