@@ -730,6 +730,19 @@ def spread(values: list[float]) -> str:
     return f"{median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+def median_interval(values: list[float], draws: int = 4000) -> tuple[float, float]:
+    """A 95% bootstrap interval of the median of `values` (the rounds' ratios): how far the median itself may be off.
+
+    The rounds are drawn again with replacement `draws` times (a fixed seed, so a rerun on the same figures
+    prints the same interval); the 2.5th and 97.5th percentiles of those medians bound it.
+    """
+    import random
+
+    pick = random.Random(0)
+    medians = sorted(median(pick.choices(values, k=len(values))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
+
+
 def postgres_cpu() -> dict[int, float]:
     """CPU so far of each PostgreSQL process on this machine (backends, WAL writer, ...): its side of a phase."""
     pids = []

@@ -3,7 +3,8 @@
 One gunicorn (`bench.floor_app`: the project plus two bench-only reference
 endpoints, see bench/floor_app.py), driven by keep-alive connections in
 threads. Each phase sends N requests of one kind; the workers' user + system
-CPU is read from /proc before and after it. Kinds:
+CPU is read from /proc before and after it, and so is PostgreSQL's (every
+server process on the machine: nothing else uses it during a phase). Kinds:
 
 - floor: DRF APIView + bearer token (one raw indexed SELECT) + one indexed SELECT;
 - auth: the same view with the project's own authentication and throttle classes;
@@ -148,13 +149,14 @@ def phase(server: common.Gunicorn, conns: list[common.Client], n: int, kind: str
             sent[c] += call(conns[c], i)
         return []
 
-    before = server.cpu_seconds()
+    before, pg_before = server.cpu_seconds(), common.postgres_cpu()
     wall, _ = common.run_threads(len(conns), send)
-    cpu = server.cpu_seconds() - before
+    cpu, pg = server.cpu_seconds() - before, common.postgres_cpu_since(pg_before)
     requests = sum(sent)
     return {
         "requests": requests,
         "cpu_ms_per_request": round(cpu / requests * 1000, 3),
+        "pg_ms_per_request": round(pg / requests * 1000, 3),
         "per_s": round(requests / wall, 1),
     }
 
@@ -386,6 +388,11 @@ def calls_pass(secret: str, n: int) -> dict[str, float]:
     return out
 
 
+def whole(phase: dict[str, Any]) -> float:
+    """CPU per request of the workers and of PostgreSQL together (older result files have no PostgreSQL share)."""
+    return float(phase["cpu_ms_per_request"] + phase.get("pg_ms_per_request", 0.0))
+
+
 def figures(phases: dict[str, list[dict[str, Any]]], labels: list[str]) -> dict[str, dict[str, str]]:
     """Per kind: CPU per request, its ratio to the same code's floor, and (with a baseline) after / before."""
     out = {}
@@ -409,6 +416,9 @@ def figures(phases: dict[str, list[dict[str, Any]]], labels: list[str]) -> dict[
                     if not label
                     else "-"
                 )
+                wholes = [whole(r) / whole(b) for r, b in zip(runs, before, strict=True)]
+                row["whole_after_over_before"] = "-" if label else common.spread(wholes)
+                row["whole_median_interval"] = "-" if label else "{:.2f}-{:.2f}".format(*common.median_interval(wholes))
             out[label + kind] = row
     return out
 
@@ -418,7 +428,11 @@ def markdown(data: dict[str, Any]) -> str:
     rows = [[kind, *f.values()] for kind, f in data["figures"].items()]
     headers = ["kind", "CPU ms/request", "ratio to floor (per round)", "requests/s"]
     if a["baseline"]:
-        headers.append("CPU after / before (per round)")
+        headers += [
+            "CPU after / before (per round)",
+            "with PostgreSQL's CPU, after / before",
+            "its median's 95% interval",
+        ]
     split = data["split"]
     kinds = ["pause", "resume", "roundtrip"]
     split_rows = [[part, *(split[k][part] for k in kinds)] for part in [*SPLIT_PARTS, "total"]]
