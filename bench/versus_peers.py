@@ -560,6 +560,8 @@ def main() -> dict[str, Any]:
     p.add_argument("--clients", default="1,8")
     p.add_argument("--ways", default=",".join(WAYS), help="of " + ",".join(WAYS))
     p.add_argument("--count-ops", type=int, default=50)
+    p.add_argument("--workers", type=int, default=2, help="S-http's gunicorn workers")
+    p.add_argument("--threads", type=int, default=16, help="threads per worker")
     args = p.parse_args()
     ways = [w for w in WAYS if w in args.ways.split(",")]
     levels = [int(c) for c in args.clients.split(",")]
@@ -571,7 +573,7 @@ def main() -> dict[str, Any]:
             if systems.workflow is not None:
                 launch_dbos(system_db, max(levels))
             serving = "S-http" in ways
-            with common.Gunicorn(url, workers=2, threads=16) if serving else nullcontext() as systems.server:
+            with common.Gunicorn(url, workers=args.workers, threads=args.threads) if serving else nullcontext() as systems.server:
                 phases = run_rounds(systems, args.rounds, levels, args.ops)
             counts = count_pass(url, args.count_ops, systems.workflow)
         finally:
