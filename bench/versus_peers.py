@@ -573,7 +573,8 @@ def main() -> dict[str, Any]:
             if systems.workflow is not None:
                 launch_dbos(system_db, max(levels))
             serving = "S-http" in ways
-            with common.Gunicorn(url, workers=args.workers, threads=args.threads) if serving else nullcontext() as systems.server:
+            server = common.Gunicorn(url, workers=args.workers, threads=args.threads) if serving else nullcontext()
+            with server as systems.server:
                 phases = run_rounds(systems, args.rounds, levels, args.ops)
             counts = count_pass(url, args.count_ops, systems.workflow)
         finally:
