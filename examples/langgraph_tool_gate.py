@@ -93,8 +93,11 @@ def pause(client: Client, args: argparse.Namespace) -> Step:
 
 def resume(client: Client, args: argparse.Namespace, run_id: str, suspension_id: str) -> int:
     """Wait for the decision, resume the graph from the pause's checkpoint, and complete the run."""
-    print(f"waiting for the decision on {suspension_id}", flush=True)
-    step = resume_graph(client, build(args.editable), run_id, suspension_id, poll_interval=args.poll)
+
+    def waiting() -> None:  # once the pause (and its checkpoint) is read: a decision from now on reaches the graph
+        print(f"waiting for the decision on {suspension_id}", flush=True)
+
+    step = resume_graph(client, build(args.editable), run_id, suspension_id, poll_interval=args.poll, on_wait=waiting)
     print(f"assistant: {step.state['messages'][-1].content}", flush=True)
     if not step.approved:
         return 2  # the denial already failed the run (or it expired, or was cancelled)

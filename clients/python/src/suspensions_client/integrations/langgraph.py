@@ -185,6 +185,7 @@ def resume_graph(
     timeout: float = 3600.0,
     poll_interval: float = 2.0,
     messages_key: str = "messages",
+    on_wait: Callable[[], None] | None = None,
 ) -> Step:
     """Wait for the decision on the pause, then resume the graph from the checkpoint the pause holds.
 
@@ -193,11 +194,17 @@ def resume_graph(
     admitted pause. Approve and respond start the admission; the run's revision
     in the step is the start's. After a deny the run has already failed: the
     graph still hears the refusal, and the step is not `approved`.
+
+    `on_wait` is called once the live pause is read, just before waiting: the
+    moment to tell someone the decision can be made. A deny decided before that
+    read leaves this process no checkpoint to resume from (CheckpointGone).
     """
     try:
         live: Suspension | None = client.get_suspension(suspension_id)
     except NotFound:
         live = None  # decided already: an admitted pause still hands its continuation to the start
+    if on_wait is not None:
+        on_wait()
     outcome = client.wait_for_admission(run_id, suspension_id, timeout=timeout, poll_interval=poll_interval)
     started = start_first(client, outcome)
     pause = started.suspension if started is not None else live if outcome.status in REFUSALS else None
