@@ -84,12 +84,17 @@ def with_port(url: str, port: int) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{netloc}:{port}"))
 
 
-def ensure_database(url: str) -> None:
+def ensure_database(url: str, *, fresh: bool = False) -> None:
+    """Create the database of `url` if it is missing; `fresh`: drop it first (its name must end in "bench")."""
     import psycopg
 
     info = conninfo(url)
     admin = {**info, "dbname": "postgres"}
     with psycopg.connect(**{k: v for k, v in admin.items() if v is not None}, autocommit=True) as conn:
+        if fresh:
+            if not info["dbname"].endswith("bench"):
+                raise SystemExit(f"refusing to drop {info['dbname']!r}: bench databases end in 'bench'")
+            conn.execute(f'DROP DATABASE IF EXISTS "{info["dbname"]}" WITH (FORCE)')
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [info["dbname"]]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{info["dbname"]}"')

@@ -119,11 +119,13 @@ def baseline_database(root: Path, url: str) -> tuple[str, str]:
     """The baseline checkout's own bench database (migrated by its own code) and a token in it.
 
     The code before a schema change cannot serve this checkout's tables, so it
-    gets a database of its own: `<bench database>_before_bench`.
+    gets a database of its own: `<bench database>_before_bench`, made afresh
+    each run (a baseline migrated by other code, say a later checkout, would
+    keep that code's columns, which the baseline does not write).
     """
     parts = urllib.parse.urlsplit(url)
     before = urllib.parse.urlunsplit(parts._replace(path=parts.path + "_before_bench"))
-    common.ensure_database(before)
+    common.ensure_database(before, fresh=True)
     env = {**os.environ, "DATABASE_URL": before, "DJANGO_DEBUG": "0", "CELERY_BROKER_URL": "memory://"}
     manage = [sys.executable, str(root / "manage.py")]
     subprocess.run([*manage, "migrate", "--verbosity", "0"], env=env, cwd=root, check=True)
