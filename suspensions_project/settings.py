@@ -154,17 +154,25 @@ if _pool_max < _pool_min:
 DATABASES["default"]["OPTIONS"] = {
     # The URL's own parameters (sslmode, host for a socket directory, ...) are kept.
     **DATABASES["default"].get("OPTIONS", {}),
-    # Server-side prepared statements only when the operator opts in (DESIGN §19): behind a pooler in
-    # transaction mode (PgBouncer) each transaction may get another server connection, on which a
-    # statement prepared earlier does not exist. None turns psycopg's preparing off. With
-    # DB_PREPARED_STATEMENTS=1 psycopg prepares a statement the fifth time a connection runs it.
-    "prepare_threshold": 5 if env.bool("DB_PREPARED_STATEMENTS", default=False) else None,
+    # No server-side prepared statements (DESIGN §19), so PgBouncer in transaction mode needs nothing
+    # set: Django's psycopg cursors bind parameters on the client (server_side_binding stays off),
+    # which prepares nothing whatever prepare_threshold says (None says it too), and a transition's
+    # writes are several statements in one execute (services/sql/rows.py, Writes.send), which only
+    # client-side binding allows. tests/services/test_sql.py holds the "prepares nothing".
+    "prepare_threshold": None,
     "pool": {
         "min_size": _pool_min,
         "max_size": _pool_max,
         "timeout": env_int("DB_POOL_TIMEOUT", default=10, minimum=1),
     },
 }
+# DB_PREPARED_STATEMENTS=1 turned prepared statements on while the hot path had server-binding cursors of its
+# own; since issue 31 removed them it prepared none, so it is refused rather than silently ignored.
+if env.bool("DB_PREPARED_STATEMENTS", default=False):
+    raise ImproperlyConfigured(
+        "DB_PREPARED_STATEMENTS=1 is not supported: the service binds parameters on the client and prepares no "
+        "statement (docs/deploy.md, PgBouncer); unset it"
+    )
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # QuerySet.iterator() (Django's ModelChoiceField uses it: the admin's user and group pages)
 # would DECLARE a WITH HOLD cursor on one server connection and FETCH from it on the next

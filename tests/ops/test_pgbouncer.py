@@ -7,9 +7,9 @@ consecutive transactions of one Django connection land on another server connect
 out round robin, so always when one is idle), and anything kept on a session (a prepared
 statement, a SET, an advisory lock, a LISTEN, a temporary table, a WITH HOLD cursor) would be
 missing or wrong on the next one. gunicorn runs as the README starts it, with DATABASE_URL
-through PgBouncer and DB_PREPARED_STATEMENTS=0 as docs/deploy.md says. With
-DB_PREPARED_STATEMENTS=1 the test fails ('prepared statement "_pg3_1" requires 23', a 503), and
-so it does without the settings' DISABLE_SERVER_SIDE_CURSORS (the admin pages, a 500).
+through PgBouncer as docs/deploy.md says (the service prepares no statement on the server:
+tests/services/test_sql.py). Without the settings' DISABLE_SERVER_SIDE_CURSORS the test fails
+(the admin pages, a 500).
 
 Every request goes over HTTP, each racer on its own keep-alive connection with its own token (so
 the audit trail names the winner), and every answer is counted: the whole load must finish
@@ -63,7 +63,7 @@ def bouncer(transactional_db: None, tmp_path) -> Iterator[pgbouncer.PgBouncer]:
 @pytest.fixture
 def web(bouncer: pgbouncer.PgBouncer, tmp_path) -> Iterator[Server]:
     # DB_POOL_MIN = THREADS: each worker's pool opens all its connections, more than PgBouncer has servers.
-    env = {"DB_PREPARED_STATEMENTS": "0", "DB_POOL_MIN": str(THREADS), "DJANGO_STATIC_ROOT": str(tmp_path / "static")}
+    env = {"DB_POOL_MIN": str(THREADS), "DJANGO_STATIC_ROOT": str(tmp_path / "static")}
     collect_static(env)
     server = start_gunicorn(tmp_path, bouncer.url(), workers=WORKERS, threads=THREADS, extra_env=env)
     try:

@@ -66,6 +66,7 @@ def test_the_production_environment_starts():
         ({"AUDIT_SIGNING_KEY": "c2hvcnQ="}, "AUDIT_SIGNING_KEY must be base64 of exactly 32 bytes"),
         ({"DATABASE_URL": ""}, "DATABASE_URL is required when DJANGO_DEBUG is off"),
         ({"DATABASE_URL": "sqlite:///var/old.sqlite3"}, "DATABASE_URL must be a postgres:// URL, not sqlite://"),
+        ({"DB_PREPARED_STATEMENTS": "1"}, "DB_PREPARED_STATEMENTS=1 is not supported"),
     ],
     ids=lambda value: "-".join(value) if isinstance(value, dict) else None,
 )
@@ -87,12 +88,13 @@ def database(**overrides: str) -> dict[str, Any]:
     return json.loads(started.stdout)
 
 
-def test_the_database_is_django_s_postgresql_with_prepared_statements_off_unless_asked_for():
+def test_the_database_is_django_s_postgresql_with_no_prepared_statements():
     default = database()
     assert default["ENGINE"] == "django.db.backends.postgresql"
     assert default["OPTIONS"]["prepare_threshold"] is None  # PgBouncer in transaction mode works as it is
+    assert "server_side_binding" not in default["OPTIONS"]  # Django's default: parameters bound on the client
     assert default["OPTIONS"]["pool"] == {"min_size": 2, "max_size": 40, "timeout": 10}
-    assert database(DB_PREPARED_STATEMENTS="1")["OPTIONS"]["prepare_threshold"] == 5  # psycopg's own default
+    assert database(DB_PREPARED_STATEMENTS="0")["OPTIONS"]["prepare_threshold"] is None  # an old explicit 0 starts
 
 
 def test_the_database_url_s_own_parameters_are_kept():

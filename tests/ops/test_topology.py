@@ -3,7 +3,7 @@
 Real parts: PgBouncer in transaction mode (4 server connections, round robin; tests/pgbouncer.py)
 in front of this test's database; two gunicorn nodes (each its own master, workers and pools, as
 two hosts would run it) and two Celery workers with their beat (`-Q celery,fanout,delivery`), all
-through PgBouncer with DB_PREPARED_STATEMENTS=0; Redis as the broker; two webhook receivers.
+through PgBouncer; Redis as the broker; two webhook receivers.
 
 Resumers and approvers race on the same pauses, half of them on each node: every pause has
 exactly one winner. A webhook backlog made while no worker runs (every transition's messages to
@@ -43,8 +43,7 @@ def nodes(bouncer: pgbouncer.PgBouncer, tmp_path: Path) -> Iterator[list[Server]
         for n in range(NODES):
             directory = tmp_path / f"node-{n}"
             directory.mkdir()
-            env = {"DB_PREPARED_STATEMENTS": "0"}
-            started.append(start_gunicorn(directory, bouncer.url(), workers=1, threads=THREADS, extra_env=env))
+            started.append(start_gunicorn(directory, bouncer.url(), workers=1, threads=THREADS))
         yield started
     finally:
         for server in started:
@@ -111,7 +110,7 @@ def test_two_nodes_and_two_workers_through_pgbouncer_give_one_winner_per_pause_a
 
     # The backlog: every announced event, to both endpoints, made while no worker ran.
     expected = OutboxEvent.objects.count() * len(endpoints)
-    through_pgbouncer = {"DATABASE_URL": bouncer.url(), "DB_PREPARED_STATEMENTS": "0"}
+    through_pgbouncer = {"DATABASE_URL": bouncer.url()}
     worker(**through_pgbouncer), worker(**through_pgbouncer)
     done = WebhookMessage.objects.filter(status=MessageStatus.DELIVERED)
     wait_for(lambda: done.count() == expected, f"{expected} deliveries", seconds=120)

@@ -2,7 +2,7 @@
 
 The web side is tests/ops/test_pgbouncer.py. Here the workers' DATABASE_URL goes through
 the same kind of PgBouncer (4 server connections, handed out round robin so that session
-state would be missing at once) with DB_PREPARED_STATEMENTS=0: the beat's sweep expires the
+state would be missing at once), set as docs/deploy.md says: the beat's sweep expires the
 pauses (SKIP LOCKED batches, set-based writes), the fan-out turns each expiry into a
 webhook message, and a real receiver gets each one exactly once, signed.
 """
@@ -24,7 +24,7 @@ def test_two_workers_behind_pgbouncer_expire_every_pause_and_deliver_each_expiry
     r = receiver()
     endpoint = make_endpoint(url=r.url, event_types=["suspension.expired"])
     pauses = [paused(reason="external_tool", ttl=1) for _ in range(PAUSES)]
-    through_pgbouncer = {"DATABASE_URL": bouncer.url(), "DB_PREPARED_STATEMENTS": "0", "SWEEP_INTERVAL_SECONDS": "1"}
+    through_pgbouncer = {"DATABASE_URL": bouncer.url(), "SWEEP_INTERVAL_SECONDS": "1"}
     worker(**through_pgbouncer)
     worker(**through_pgbouncer)
 

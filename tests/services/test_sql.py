@@ -110,6 +110,21 @@ def test_an_event_written_by_the_chain_function_reads_back_field_by_field_as_bui
     assert fields_of(Event.objects.get(pk=row.id), skip=()) == fields_of(row, skip=())
 
 
+def test_the_service_prepares_no_statement_on_the_server_even_when_psycopg_is_told_to(engine):
+    """PgBouncer in transaction mode needs this (DESIGN §19): client-side binding prepares nothing."""
+    connection.ensure_connection()
+    raw = connection.connection
+    saved, raw.prepare_threshold = raw.prepare_threshold, 0  # 0: psycopg would prepare every statement at once
+    try:
+        for _ in range(3):  # register, pause; each statement more than once on this one connection
+            pause(engine)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+            assert cursor.fetchone()[0] == 0
+    finally:
+        raw.prepare_threshold = saved
+
+
 def test_the_take_of_an_idempotency_key_writes_every_column_of_its_table():
     named = set(re.findall(r'"(\w+)"', idempotency.TAKE.split(" VALUES ")[0]))
     assert named == inserted_columns(IdempotencyKey)
