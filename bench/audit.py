@@ -115,7 +115,7 @@ def phase(chained: bool, n: int, cycles: Any = cycles) -> dict[str, float]:
     return {"wall_ms": common.ms(wall / n), "cpu_ms": common.ms(cpu / n), "pg_cpu_ms": common.ms(pg_cpu / n)}
 
 
-def whole(phase: dict[str, float], metric: str) -> float:
+def metric_of(phase: dict[str, float], metric: str) -> float:
     """One metric of a phase; "whole" is the CPU a transition costs the machine: this process's and its backend's."""
     return phase["cpu_ms"] + phase["pg_cpu_ms"] if metric == "whole" else phase[metric]
 
@@ -136,8 +136,8 @@ def chain_cost(rounds: int, n: int, url: str) -> tuple[list[dict[str, Any]], str
     for way, prefix in (("services", ""), ("request stack", "http ")):
         for metric in ("wall_ms", "cpu_ms", "pg_cpu_ms", "whole"):
             on, off = (
-                [whole(x[prefix + "chained"], metric) for x in found],
-                [whole(x[prefix + "plain"], metric) for x in found],
+                [metric_of(x[prefix + "chained"], metric) for x in found],
+                [metric_of(x[prefix + "plain"], metric) for x in found],
             )
             ratios = [a / b for a, b in zip(on, off, strict=True) if b > 0]
             name = f"{way}: {metric.removesuffix('_ms')}"

@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import platform
+import random
 import socket
 import struct
 import subprocess
@@ -741,8 +742,6 @@ def median_interval(values: list[float], draws: int = 4000) -> tuple[float, floa
     The rounds are drawn again with replacement `draws` times (a fixed seed, so a rerun on the same figures
     prints the same interval); the 2.5th and 97.5th percentiles of those medians bound it.
     """
-    import random
-
     pick = random.Random(0)
     medians = sorted(median(pick.choices(values, k=len(values))) for _ in range(draws))
     return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
