@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from django.db.models import Exists, OuterRef
+
 from .. import digests, floors, policies, selectors
 from ..exceptions import (
     InvalidRequest,
@@ -86,9 +88,12 @@ def _check_version(suspension_id: UUID | str, version: Version) -> None:
         )
 
 
-def record_of(t: Locked, version: Version) -> Approval:
-    """The approval record of the pause the version names."""
-    record = Approval.objects.filter(suspension_id=version.suspension_id, run_id=t.run.id).first()
+def record_of(t: Locked, version: Version, *, votes: bool = False) -> Approval:
+    """The approval record of the pause the version names; with `votes`, `has_votes` says whether any was cast."""
+    records = Approval.objects.filter(suspension_id=version.suspension_id, run_id=t.run.id)
+    if votes:
+        records = records.annotate(has_votes=Exists(ApprovalVote.objects.filter(suspension_id=OuterRef("pk"))))
+    record = records.first()
     if record is None:
         raise NotSuspended(f"run {t.run.id} has no approval {version.suspension_id}")
     return record
@@ -158,10 +163,11 @@ class Vote(DecideDoor):
             return self.replayed(t)
         assert t.live is not None
         check_deadline(t.live, t.now)
-        self.record = record_of(t, self.version)
+        self.record = record_of(t, self.version, votes=True)
         check_duties(t.principal, self.record)
         self.calls = policies.final_calls(json.loads(t.live.pending), self.edits)
-        self.votes = list(ApprovalVote.objects.filter(suspension_id=t.live.id).order_by("cast_at", "id"))
+        if self.record.has_votes:  # type: ignore[attr-defined]  # record_of's annotation; a first vote reads none
+            self.votes = list(ApprovalVote.objects.filter(suspension_id=t.live.id).order_by("cast_at", "id"))
         mine = next((v for v in self.votes if v.voter_key == t.principal.person), None)
         if mine is None:
             return None

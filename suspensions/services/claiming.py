@@ -80,11 +80,16 @@ class Door(Generic[A]):
         raise NotImplementedError
 
 
-def through(door: Door[A], *, principal: Principal, run_id: UUID | str) -> A:
-    """The one claim path: lock, actor, current-or-replay, checks, writes, in one transaction."""
+def through(
+    door: Door[A], *, principal: Principal, run_id: UUID | str | None = None, admission_id: UUID | str | None = None
+) -> A:
+    """The one claim path: lock, actor, current-or-replay, checks, writes, in one transaction.
+
+    The run is named by its id, or (a start) by one of its admissions: the lock finds it.
+    """
     with transaction.atomic():
         door.begin()
-        t = lock_run(principal, run_id)
+        t = lock_run(principal, run_id, admission_id=admission_id)
         door.admits(t)
         replay = door.earlier(t)
         if replay is not None:

@@ -89,12 +89,15 @@ class Locked:
     writes: Writes = field(default_factory=Writes)
 
 
-def lock_run(principal: Principal, run_id: UUID | str) -> Locked:
-    """Lock one visible run (404 otherwise); its live pause and the clock are read in the same statement."""
+def lock_run(principal: Principal, run_id: UUID | str | None, *, admission_id: UUID | str | None = None) -> Locked:
+    """Lock one visible run (404 otherwise); its live pause and the clock are read in the same statement.
+
+    With `admission_id` instead of `run_id`: the run of that admission, found in the same statement.
+    """
     held = None if principal.superuser else principal.scopes_with()
-    found = select_locked_run(run_id, held) if held != [] else None  # no grants: nothing is visible
+    found = select_locked_run(run_id, held, admission_id=admission_id) if held != [] else None  # no grants
     if found is None:
-        raise NotFound(f"run {run_id} not found")
+        raise NotFound(f"admission {admission_id} not found" if admission_id else f"run {run_id} not found")
     run, live, now = found
     if live is None and run.state == RunState.PAUSED:
         # We waited for the lock while another transaction paused the run: PostgreSQL hands us the run

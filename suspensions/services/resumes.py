@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 from uuid import UUID
 
-from .. import selectors
+from django.db.models import Exists, OuterRef
+
 from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch, ResumeAlreadyStarted, SuspensionExpired
 from ..models import Admission, AdmissionSource, AdmissionState, Role, Start
 from ..observability import metrics
@@ -151,12 +152,14 @@ class StartDoor(Door[Claimed]):
     def earlier(self, t: Locked) -> Claimed | None:
         from ..presenters import start_receipt
 
-        self.admission = admission = Admission.objects.filter(pk=self.admission_id).first()
-        if admission is None:  # admissions are never deleted: found before the lock, it is still there
+        # The admission, and whether it was started, in one read; the start itself only to refuse with its receipt.
+        started = Start.objects.filter(admission_id=OuterRef("pk"))
+        found = Admission.objects.filter(pk=self.admission_id).annotate(has_start=Exists(started)).first()
+        if found is None:  # admissions are never deleted: the lock found its run, so it is there
             raise NotFound(f"admission {self.admission_id} not found")
-        start = Start.objects.filter(admission_id=admission.id).first()
-        if start is not None:
-            raise ResumeAlreadyStarted(receipt=start_receipt(start))
+        self.admission = admission = found
+        if found.has_start:
+            raise ResumeAlreadyStarted(receipt=start_receipt(Start.objects.get(admission_id=admission.id)))
         if admission.state == AdmissionState.EXPIRED:
             raise SuspensionExpired(f"admission {admission.id} expired before it was started")
         if admission.state != AdmissionState.ADMITTED or t.live is None or t.live.id != admission.suspension_id:
@@ -185,13 +188,10 @@ def start_admission(
 ) -> Claimed:
     """T5 start: the single grant to execute an admitted continuation.
 
-    Finds the admission's run (404 outside the principal's scopes), then
-    locks it before reading the admission again. Only the fresh start carries
+    Locks the admission's run, found in the lock's own statement (404
+    outside the principal's scopes), then reads the admission. Only the fresh start carries
     the suspension; a second start is resume_already_started with the start receipt.
     A version drift (DESIGN §22) is refused unless `accept_drift`.
     """
-    run_id = selectors.admissions(principal).filter(pk=admission_id).values_list("run_id", flat=True).first()
-    if run_id is None:
-        raise NotFound(f"admission {admission_id} not found")
     door = StartDoor(admission_id=admission_id, engine_version=engine_version, accept_drift=accept_drift)
-    return through(door, principal=principal, run_id=run_id)
+    return through(door, principal=principal, admission_id=admission_id)

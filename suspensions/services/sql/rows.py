@@ -12,7 +12,7 @@ from django.db.models import Model
 from django.db.models.fields import AutoFieldMixin
 
 from ... import audit, scopes
-from ...models import Event, Run, Suspension
+from ...models import Admission, Event, Run, Suspension
 
 RUN, SUSPENSION, EVENT = Run._meta.db_table, Suspension._meta.db_table, Event._meta.db_table
 
@@ -48,22 +48,32 @@ PAUSE_PK = [f.primary_key for f in Suspension._meta.concrete_fields].index(True)
 _LOCK_RUN = (
     f"SELECT {_quoted(Run, 'r')}, CLOCK_TIMESTAMP(), {_quoted(Suspension, 's')} "
     f"FROM {RUN} r LEFT OUTER JOIN {SUSPENSION} s ON s.run_id = r.id "
-    "WHERE r.id = %s {visible} FOR NO KEY UPDATE OF r"
+    "WHERE r.id = {target} {visible} FOR NO KEY UPDATE OF r"
 )
+# The run of an admission, named in the lock's own statement (a start knows its admission, not its run):
+# an admission's run_id is written once, so reading it there is the same as reading it first.
+_RUN_OF_ADMISSION = f'(SELECT a."run_id" FROM {Admission._meta.db_table} a WHERE a."id" = %s)'
 
 
-def select_locked_run(run_id: Any, held: Sequence[str] | None) -> tuple[Run, Suspension | None, datetime] | None:
+def select_locked_run(
+    run_id: Any, held: Sequence[str] | None, *, admission_id: Any = None
+) -> tuple[Run, Suspension | None, datetime] | None:
     """The run `run_id` locked FOR NO KEY UPDATE, its live pause and the clock; None when not visible.
 
-    `held`: the scopes whose rows the caller may see (None: every scope, a superuser's).
+    `held`: the scopes whose rows the caller may see (None: every scope, a superuser's). With
+    `admission_id` (and `run_id` None), the run of that admission.
     """
-    params: list[Any] = [Run._meta.pk.to_python(run_id)]  # type: ignore[union-attr]
+    if admission_id is None:
+        target, key = "%s", Run._meta.pk.to_python(run_id)  # type: ignore[union-attr]
+    else:
+        target, key = _RUN_OF_ADMISSION, Admission._meta.pk.to_python(admission_id)  # type: ignore[union-attr]
+    params: list[Any] = [key]
     visible = ""
     if held is not None:
         visible = "AND (" + " OR ".join(f"r.scope_l{scopes.depth(h)} = %s" for h in held) + ")"
         params += list(held)
     with connection.cursor() as cursor:
-        cursor.execute(_LOCK_RUN.format(visible=visible), params)
+        cursor.execute(_LOCK_RUN.format(target=target, visible=visible), params)
         row = cursor.fetchone()
     if row is None:
         return None
