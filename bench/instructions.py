@@ -8,7 +8,8 @@ requests sent to the WSGI application as gunicorn sends them: the same
 middleware, views and pool checkout, no server), with collection zeroed
 before and dumped after each phase of N requests, after a warm-up pass.
 Figures: instructions per request of each kind, and each kind over the
-floor; with `--baseline DIR`, this checkout over that one (its own code,
+floor; with `--baseline DIR`, this checkout over that one (its own code in
+a database of its own, migrated by that code, as bench/cpu.py does;
 measured with this checkout's bench/cpu.py copied into its bench/ when it
 lacks `wsgi_local`). Only this process's user-space instructions count: the
 kernel's, PostgreSQL's and gunicorn's own request handling do not, so the
@@ -31,12 +32,18 @@ from typing import Any
 KINDS = ["floor", "pause", "resume", "roundtrip"]
 
 
-def measure(root: Path, requests: int) -> dict[str, int]:
-    """Instructions per request of each kind for the checkout at `root` (a child process under callgrind)."""
+def measure(root: Path, requests: int, database: str | None = None) -> dict[str, int]:
+    """Instructions per request of each kind for the checkout at `root` (a child process under callgrind).
+
+    `database`: the bench database it uses, when not this checkout's (a baseline's own, bench/cpu.py).
+    """
+    env = {**os.environ, **({"BENCH_DATABASE_URL": database} if database else {})}
     with tempfile.TemporaryDirectory() as directory:
         command = ["valgrind", "--tool=callgrind", "--cache-sim=no", "--branch-sim=no"]
         command += [sys.executable, str(Path(__file__).resolve()), "--child", str(root), str(requests)]
-        subprocess.run(command, cwd=directory, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            command, cwd=directory, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         out: dict[str, int] = {}
         for dump in Path(directory).glob("callgrind.out.*.*"):
             text = dump.read_text(errors="replace")
@@ -90,8 +97,13 @@ def main() -> dict[str, Any]:
     p.add_argument("--baseline", type=Path, help="another checkout to count side by side (the code before)")
     args = p.parse_args()
     common.setup_django()  # the bench database's guard (its name must end in "bench")
-    roots = {"": common.ROOT} if args.baseline is None else {"": common.ROOT, "before": args.baseline.resolve()}
-    counts = {label: measure(root, args.requests) for label, root in roots.items()}
+    counts = {"": measure(common.ROOT, args.requests)}
+    if args.baseline is not None:
+        import cpu
+
+        # The code before a schema change gets a database of its own, migrated by its own code (as in bench/cpu.py).
+        before, _ = cpu.baseline_database(args.baseline.resolve(), common.bench_database_url())
+        counts["before"] = measure(args.baseline.resolve(), args.requests, before)
     rows = []
     for kind in KINDS:
         now = counts[""][kind]
