@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Exists, OuterRef
-
 from .. import digests, floors, policies, selectors
 from ..exceptions import (
     InvalidRequest,
@@ -52,6 +50,7 @@ from .claims import (
     resolve_approval,
     write_events,
 )
+from .sql.rows import select_row
 
 
 @dataclass
@@ -90,10 +89,8 @@ def _check_version(suspension_id: UUID | str, version: Version) -> None:
 
 def record_of(t: Locked, version: Version, *, votes: bool = False) -> Approval:
     """The approval record of the pause the version names; with `votes`, `has_votes` says whether any was cast."""
-    records = Approval.objects.filter(suspension_id=version.suspension_id, run_id=t.run.id)
-    if votes:
-        records = records.annotate(has_votes=Exists(ApprovalVote.objects.filter(suspension_id=OuterRef("pk"))))
-    record = records.first()
+    where = {"suspension_id": version.suspension_id, "run_id": t.run.id}
+    record = select_row(Approval, where, flag=("has_votes", ApprovalVote, "suspension_id") if votes else None)
     if record is None:
         raise NotSuspended(f"run {t.run.id} has no approval {version.suspension_id}")
     return record

@@ -8,14 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 from uuid import UUID
 
-from django.db.models import Exists, OuterRef
-
 from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch, ResumeAlreadyStarted, SuspensionExpired
 from ..models import Admission, AdmissionSource, AdmissionState, Role, Start
 from ..observability import metrics
 from ..principals import Principal
 from .claiming import AdmissionDoor, Door, through
 from .claims import Claimed, Locked, Version, bounded_input, check_deadline, drift_of, write_events, write_start
+from .sql.rows import select_row
 
 
 def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -153,12 +152,11 @@ class StartDoor(Door[Claimed]):
         from ..presenters import start_receipt
 
         # The admission, and whether it was started, in one read; the start itself only to refuse with its receipt.
-        started = Start.objects.filter(admission_id=OuterRef("pk"))
-        found = Admission.objects.filter(pk=self.admission_id).annotate(has_start=Exists(started)).first()
+        found = select_row(Admission, {"id": self.admission_id}, flag=("has_start", Start, "admission_id"))
         if found is None:  # admissions are never deleted: the lock found its run, so it is there
             raise NotFound(f"admission {self.admission_id} not found")
         self.admission = admission = found
-        if found.has_start:
+        if found.has_start:  # type: ignore[attr-defined]  # (select_row sets it)
             raise ResumeAlreadyStarted(receipt=start_receipt(Start.objects.get(admission_id=admission.id)))
         if admission.state == AdmissionState.EXPIRED:
             raise SuspensionExpired(f"admission {admission.id} expired before it was started")

@@ -197,3 +197,31 @@ def test_a_deliverys_claim_reads_the_message_and_its_endpoint_as_stored(monkeypa
     assert (claimed.endpoint_id, claimed.url, claimed.format, claimed.secrets, one.id, one.run_id, one.body) == stored
     assert (one.endpoint_id, one.number) == (endpoint.id, 1)
     assert message.body == presenters.webhook_body(OutboxEvent.objects.get(pk=message.event_id), endpoint.format)
+
+
+def test_a_doors_read_after_the_lock_is_the_row_the_orm_reads_with_its_exists_flag(engine):
+    """rows.select_row (a decision's approval, a start's admission) against the ORM's annotate(Exists) read."""
+    from django.db.models import Exists, OuterRef
+
+    from suspensions.models import Admission, Approval, ApprovalVote, Start
+    from tests.helpers import approval_pause, resume
+
+    record = approval_pause()
+    read = rows.select_row(
+        Approval,
+        {"suspension_id": record.pk, "run_id": record.run_id},
+        flag=("has_votes", ApprovalVote, "suspension_id"),
+    )
+    votes = ApprovalVote.objects.filter(suspension_id=OuterRef("pk"))
+    orm = Approval.objects.annotate(has_votes=Exists(votes)).get(pk=record.pk)
+    assert read is not None and fields_of(read, skip=()) == fields_of(orm, skip=())
+    assert read.has_votes is orm.has_votes is False
+    assert not read._state.adding
+
+    resumed = resume(engine, pause(engine)).json()
+    admission_id = resumed["admission"]["id"]
+    read = rows.select_row(Admission, {"id": admission_id}, flag=("has_start", Start, "admission_id"))
+    orm = Admission.objects.get(pk=admission_id)
+    assert read is not None and fields_of(read, skip=()) == fields_of(orm, skip=())
+    assert read.has_start is True
+    assert rows.select_row(Approval, {"suspension_id": record.pk, "run_id": admission_id}) is None

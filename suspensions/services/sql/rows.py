@@ -1,10 +1,11 @@
 """The run lock and a transition's rows, as SQL built from the models' _meta (services/claims.py, the doors)."""
 
+import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
@@ -37,6 +38,7 @@ def _quoted(model: type[Model], alias: str) -> str:
     return ", ".join(f'{alias}."{f.column}"' for f in model._meta.concrete_fields)
 
 
+@functools.cache
 def _plain(model: type[Model]) -> list[str]:
     """The attribute names of a model read with from_db: only fields whose values need no converting."""
     assert not any(hasattr(f, "from_db_value") for f in model._meta.concrete_fields), f"{model} needs converters"
@@ -82,6 +84,39 @@ def select_locked_run(
     live = Suspension.from_db(connection.alias, PAUSE_NAMES, values) if values[PAUSE_PK] is not None else None
     run._state.fields_cache["suspension"] = live  # run.suspension answers without a query, as select_related
     return run, live, row[len(RUN_NAMES)]
+
+
+M = TypeVar("M", bound=Model)
+
+
+def select_row(
+    model: type[M], where: Mapping[str, Any], *, flag: tuple[str, type[Model], str] | None = None
+) -> M | None:
+    """The row of `model` whose fields equal `where` (a key: one row or none), read with from_db.
+
+    `flag` = (name, other, field): whether a row of `other` has `field` equal to this row's key, read in
+    the same statement and set on the row as the attribute `name` (the ORM's `annotate(name=Exists(...))`).
+    For a door's reads after the lock (a decision's approval, a start's admission): the ORM compiles the
+    same statement anew on every call, most of what such a read costs (docs/performance.md, "A fifth look").
+    """
+    meta = model._meta
+    names, field_of = _plain(model), meta.get_field
+    exists = ""
+    if flag is not None:
+        _, other, column = flag
+        inner = f'SELECT 1 FROM {other._meta.db_table} o WHERE o."{other._meta.get_field(column).column}"'  # type: ignore[union-attr]
+        exists = f', EXISTS ({inner} = t."{meta.pk.column}")'  # type: ignore[union-attr]
+    match = " AND ".join(f't."{field_of(n).column}" = %s' for n in where)  # type: ignore[union-attr]
+    params = [field_of(n).get_db_prep_value(v, _db(), prepared=False) for n, v in where.items()]  # type: ignore[union-attr]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_quoted(model, 't')}{exists} FROM {meta.db_table} t WHERE {match}", params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    found = model.from_db(connection.alias, names, row[: len(names)])
+    if flag is not None:
+        setattr(found, flag[0], row[len(names)])
+    return found
 
 
 # -- the audit chain (DESIGN §20) ------------------------------------------------------------------
