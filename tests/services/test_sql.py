@@ -20,18 +20,28 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction
-from django.db.models import Model
+from django.db.models import Exists, Model, OuterRef
 from django.db.models.fields import AutoFieldMixin
 from django.utils.dateparse import parse_datetime
 
 from suspensions import audit, presenters, services
 from suspensions.clock import db_now
-from suspensions.models import Event, IdempotencyKey, OutboxEvent, Run, WebhookMessage
+from suspensions.models import (
+    Admission,
+    Approval,
+    ApprovalVote,
+    Event,
+    IdempotencyKey,
+    OutboxEvent,
+    Run,
+    Start,
+    WebhookMessage,
+)
 from suspensions.services import announce, delivery, fan_out_steps, outbox
 from suspensions.services.claims import event, write_events
 from suspensions.services.sql import expiry, idempotency, push, rows
 from suspensions.services.sql.rows import Writes
-from tests.helpers import pause
+from tests.helpers import approval_pause, pause, resume
 
 from ..push.conftest import make_endpoint, paused
 
@@ -201,11 +211,6 @@ def test_a_deliverys_claim_reads_the_message_and_its_endpoint_as_stored(monkeypa
 
 def test_a_doors_read_after_the_lock_is_the_row_the_orm_reads_with_its_exists_flag(engine):
     """rows.select_row (a decision's approval, a start's admission) against the ORM's annotate(Exists) read."""
-    from django.db.models import Exists, OuterRef
-
-    from suspensions.models import Admission, Approval, ApprovalVote, Start
-    from tests.helpers import approval_pause, resume
-
     record = approval_pause()
     read = rows.select_row(
         Approval,

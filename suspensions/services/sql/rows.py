@@ -107,13 +107,14 @@ def select_row(
         inner = f'SELECT 1 FROM {other._meta.db_table} o WHERE o."{other._meta.get_field(column).column}"'  # type: ignore[union-attr]
         exists = f', EXISTS ({inner} = t."{meta.pk.column}")'  # type: ignore[union-attr]
     match = " AND ".join(f't."{field_of(n).column}" = %s' for n in where)  # type: ignore[union-attr]
-    params = [field_of(n).get_db_prep_value(v, _db(), prepared=False) for n, v in where.items()]  # type: ignore[union-attr]
-    with connection.cursor() as cursor:
+    db = _db()
+    params = [field_of(n).get_db_prep_value(v, db, prepared=False) for n, v in where.items()]  # type: ignore[union-attr]
+    with db.cursor() as cursor:
         cursor.execute(f"SELECT {_quoted(model, 't')}{exists} FROM {meta.db_table} t WHERE {match}", params)
         row = cursor.fetchone()
     if row is None:
         return None
-    found = model.from_db(connection.alias, names, row[: len(names)])
+    found = model.from_db(db.alias, names, row[: len(names)])
     if flag is not None:
         setattr(found, flag[0], row[len(names)])
     return found
