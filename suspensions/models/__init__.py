@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from ..ids import uuid7
 from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
-from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped
+from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped, level_indexes
 from .floors import ApprovalFloor
 from .idempotency import IdempotencyKey
 from .notifications import Notification, NotificationChannel, NotificationKind, NotificationRoute
@@ -63,7 +63,7 @@ __all__ = [
 
 class Run(Scoped):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    agent_id = models.CharField(max_length=200, db_index=True)
+    agent_id = models.CharField(max_length=200)
     session_id = models.CharField(max_length=200, blank=True)
     state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.RUNNING)
     revision = models.BigIntegerField(default=1)
@@ -79,13 +79,15 @@ class Run(Scoped):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [
             models.CheckConstraint(condition=Q(revision__gte=1), name="run_revision_gte_1"),
             models.CheckConstraint(condition=Q(state__in=RunState.values), name="run_state_valid"),
         ]
         indexes = [
+            *Scoped.Meta.indexes,
             models.Index(fields=["state", "updated_at"], name="run_state_updated"),
+            models.Index(fields=["agent_id"], name="run_agent"),
             # `?tag=` on runs: tags @> ARRAY[...].
             GinIndex(fields=["tags"], name="run_tags"),
         ]
@@ -106,7 +108,7 @@ class Suspension(Scoped):
     # ",name1,name2," so a tool-name filter is a plain containment test on any database.
     tool_names = models.TextField(blank=True)
     # Wide enough for a flow wait's store key (DESIGN §9); API pauses send at most 200.
-    reply_with = models.CharField(max_length=1100, blank=True, db_index=True)
+    reply_with = models.CharField(max_length=1100, blank=True)
     correlation_id = models.CharField(max_length=1024, blank=True)
     # The engine's own version when it paused (opaque; empty: not given): the drift guard of a resume or start.
     engine_version = models.CharField(max_length=200, blank=True)
@@ -118,9 +120,10 @@ class Suspension(Scoped):
     deadline = models.DateTimeField()
     created_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [models.CheckConstraint(condition=Q(reason__in=Reason.values), name="suspension_reason_valid")]
         indexes = [
+            *level_indexes("scope_l3"),  # scope_l1 and scope_l2 lead the inbox's own indexes below
             # The sweep's scan: only rows with a deadline, in deadline order.
             models.Index(fields=["expires_at"], name="suspension_sweep", condition=Q(expires_at__isnull=False)),
             # The approval inbox: one scope's pauses of one reason in deadline order.
@@ -129,6 +132,8 @@ class Suspension(Scoped):
             # A superuser's inbox (no scope filter) and the dashboard's "oldest pending approval".
             models.Index(fields=["reason", "deadline", "id"], name="suspension_inbox_all"),
             models.Index(fields=["reason", "created_at"], name="suspension_oldest"),
+            # The bus's lookup of a pending call's reply address.
+            models.Index(fields=["reply_with"], name="suspension_reply_with"),
             # `?tag=` on suspensions and approvals: tags @> ARRAY[...].
             GinIndex(fields=["tags"], name="suspension_tags"),
         ]
@@ -157,7 +162,7 @@ class Admission(Scoped):
     """The atomic claim of one pause, bound to one exact input. Evidence: ids are plain columns."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    run_id = models.UUIDField(db_index=True)
+    run_id = models.UUIDField()  # indexed as the first column of one_admission_per_pause
     suspension_id = models.UUIDField()
     source = models.CharField(max_length=16, choices=AdmissionSource.choices)
     state = models.CharField(max_length=16, choices=AdmissionState.choices, default=AdmissionState.ADMITTED)
@@ -170,11 +175,12 @@ class Admission(Scoped):
     actor = models.CharField(max_length=200)
     admitted_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [
             models.UniqueConstraint(fields=["run_id", "suspension_id"], name="one_admission_per_pause"),
         ]
         indexes = [
+            *Scoped.Meta.indexes,
             # The engines' work list: admitted work, oldest first.
             models.Index(fields=["state", "admitted_at"], name="admission_work"),
         ]
@@ -188,7 +194,7 @@ class Start(Scoped):
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     admission_id = models.UUIDField(unique=True)
-    run_id = models.UUIDField(db_index=True)
+    run_id = models.UUIDField()  # indexed as the first column of one_start_per_pause
     suspension_id = models.UUIDField()
     run_revision = models.BigIntegerField()
     request_digest = models.CharField(max_length=64)
@@ -196,7 +202,7 @@ class Start(Scoped):
     actor = models.CharField(max_length=200)
     started_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [models.UniqueConstraint(fields=["run_id", "suspension_id"], name="one_start_per_pause")]
 
     def __str__(self) -> str:
@@ -207,7 +213,7 @@ class ExpiryReceipt(Scoped):
     """Proof that an admitted continuation expired before its start."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    run_id = models.UUIDField(db_index=True)
+    run_id = models.UUIDField()  # indexed as the first column of one_expiry_per_pause
     suspension_id = models.UUIDField()
     request_digest = models.CharField(max_length=64)
     run_revision = models.BigIntegerField()
@@ -215,7 +221,7 @@ class ExpiryReceipt(Scoped):
     digest = models.CharField(max_length=64)
     expired_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [models.UniqueConstraint(fields=["run_id", "suspension_id"], name="one_expiry_per_pause")]
 
     def __str__(self) -> str:
@@ -226,7 +232,7 @@ class ClosureReceipt(Scoped):
     """Proof that an uncertain start was closed as incomplete by an operator."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    run_id = models.UUIDField(db_index=True)
+    run_id = models.UUIDField()  # indexed as the first column of one_closure_per_pause
     suspension_id = models.UUIDField()
     request = models.TextField()
     request_digest = models.CharField(max_length=64)
@@ -236,7 +242,7 @@ class ClosureReceipt(Scoped):
     digest = models.CharField(max_length=64)
     closed_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [models.UniqueConstraint(fields=["run_id", "suspension_id"], name="one_closure_per_pause")]
 
     def __str__(self) -> str:
@@ -247,7 +253,7 @@ class Event(Scoped):
     """Append-only audit row, written in the transaction of the change it records."""
 
     id = models.BigAutoField(primary_key=True)
-    run_id = models.UUIDField(db_index=True)
+    run_id = models.UUIDField()  # indexed as the first column of event_timeline
     kind = models.CharField(max_length=32)
     actor = models.CharField(max_length=200)
     revision = models.BigIntegerField()
@@ -260,8 +266,9 @@ class Event(Scoped):
     prev_hash = models.CharField(max_length=64, editable=False)
     hash = models.CharField(max_length=64, editable=False)
 
-    class Meta:
+    class Meta(Scoped.Meta):
         indexes = [
+            *Scoped.Meta.indexes,
             models.Index(fields=["run_id", "id"], name="event_timeline"),
             # The checkpoint's "runs with events since" (services/audit.py): `at` grows with the table's
             # physical order, so a BRIN index serves the range at almost no cost to each INSERT.
@@ -289,10 +296,10 @@ class EarlyResult(Scoped):
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [models.UniqueConstraint(fields=["run_id", "call_id"], name="one_early_result_per_call")]
         # The sweep's delete, in deadline order.
-        indexes = [models.Index(fields=["expires_at"], name="early_result_sweep")]
+        indexes = [*Scoped.Meta.indexes, models.Index(fields=["expires_at"], name="early_result_sweep")]
 
     def __str__(self) -> str:
         return f"early result of {self.call_id}"
@@ -357,10 +364,13 @@ class ApiToken(Scoped):
 
 
 class Membership(Scoped):
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    # Indexed as the first column of one_membership_per_role.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships", db_index=False
+    )
     role = models.CharField(max_length=16, choices=Role.choices)
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [models.UniqueConstraint(fields=["user", "scope", "role"], name="one_membership_per_role")]
 
     def __str__(self) -> str:
@@ -390,7 +400,7 @@ class FlowWait(Scoped):
     live = models.BooleanField(default=True)
     created_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [
             # One live wait per key: the second park's insert fails here (already_suspended).
             models.UniqueConstraint(
@@ -398,7 +408,7 @@ class FlowWait(Scoped):
             ),
         ]
         # The resume's lookup of a key, live or consumed.
-        indexes = [models.Index(fields=["scope", "store_key"], name="flow_wait_key")]
+        indexes = [*Scoped.Meta.indexes, models.Index(fields=["scope", "store_key"], name="flow_wait_key")]
 
     def __str__(self) -> str:
         return f"flow wait {self.store_key}"

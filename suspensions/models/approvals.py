@@ -63,7 +63,7 @@ class Approval(Scoped):
     final_calls = models.TextField(blank=True)
     response = models.TextField(blank=True)
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [
             models.CheckConstraint(condition=Q(quorum__gte=1, quorum__lte=5), name="approval_quorum_1_to_5"),
             models.CheckConstraint(condition=Q(on_expiry__in=OnExpiry.values), name="approval_on_expiry_valid"),
@@ -108,7 +108,7 @@ class ApprovalVote(Scoped):
     digest = models.CharField(max_length=64)
     cast_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [
             models.UniqueConstraint(fields=["suspension_id", "voter_key"], name="one_vote_per_voter"),
         ]

@@ -34,16 +34,30 @@ class Role(models.TextChoices):
     OPERATOR = "operator"
 
 
+SCOPE_LEVELS = ("scope_l1", "scope_l2", "scope_l3")
+
+
+def level_indexes(*levels: str) -> list[models.Index]:
+    """An index of each scope level named (all three when none is), named <model>_<level>."""
+    return [models.Index(fields=[level], name=f"%(class)s_{level}") for level in levels or SCOPE_LEVELS]
+
+
 class Scoped(models.Model):
     """A row stamped with a scope at creation; the prefix columns make visibility an equality."""
 
     scope = models.CharField(max_length=192)
-    scope_l1 = models.CharField(max_length=64, db_index=True, editable=False)
-    scope_l2 = models.CharField(max_length=128, db_index=True, editable=False, blank=True)
-    scope_l3 = models.CharField(max_length=192, db_index=True, editable=False, blank=True)
+    scope_l1 = models.CharField(max_length=64, editable=False)
+    scope_l2 = models.CharField(max_length=128, editable=False, blank=True)
+    scope_l3 = models.CharField(max_length=192, editable=False, blank=True)
 
     class Meta:
         abstract = True
+        # One index per level, named per table. Declared here, not with db_index: for a CharField with
+        # db_index, Django also builds a varchar_pattern_ops index on PostgreSQL, for LIKE, and visibility
+        # is only ever an equality (filters.filter_scope, sql.rows). A model with a Meta of its own
+        # subclasses this one and lists `*Scoped.Meta.indexes` first, or `*level_indexes(...)` of the levels
+        # no index of its own leads with (docs/performance.md, "A sixth look"; tests/services/test_indexes.py).
+        indexes = level_indexes()
 
     def stamp_scope(self, scope: str) -> None:
         self.scope = scope

@@ -29,7 +29,7 @@ class ApprovalFloor(Scoped):
     updated_by = models.CharField(max_length=200)
     updated_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [
             models.UniqueConstraint(fields=["scope"], name="one_approval_floor_per_scope"),
             models.CheckConstraint(condition=Q(quorum__gte=1, quorum__lte=5), name="approval_floor_quorum_1_to_5"),

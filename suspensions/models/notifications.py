@@ -47,7 +47,7 @@ class NotificationRoute(Scoped):
     created_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField()
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=NotificationChannel.values), name="route_kind_valid"),
         ]
@@ -61,7 +61,7 @@ class Notification(Scoped):
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # The approval (= its suspension id).
-    approval_id = models.UUIDField(db_index=True)
+    approval_id = models.UUIDField()  # indexed as the first column of one_notification_per_recipient
     run_id = models.UUIDField()
     # The OutboxEvent that caused it; null for a reminder.
     event_id = models.BigIntegerField(null=True, blank=True)
@@ -85,7 +85,7 @@ class Notification(Scoped):
     # chat.postMessage's ts: channel (recipient) and ts identify the Slack message to update.
     slack_ts = models.CharField(max_length=64, blank=True)
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [
             models.UniqueConstraint(
                 fields=["approval_id", "channel", "recipient", "kind"], name="one_notification_per_recipient"
@@ -94,6 +94,7 @@ class Notification(Scoped):
             models.CheckConstraint(condition=Q(kind__in=NotificationKind.values), name="notification_kind_valid"),
         ]
         indexes = [
+            *Scoped.Meta.indexes,
             models.Index(fields=["next_attempt_at"], name="notification_due", condition=Q(status="pending")),
         ]
 

@@ -68,8 +68,9 @@ class OutboxEvent(Scoped):
     created_at = models.DateTimeField()
     dispatched_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Scoped.Meta):
         indexes = [
+            *Scoped.Meta.indexes,
             # The beat's scan for events whose fan-out task was lost.
             models.Index(fields=["created_at"], name="outbox_undispatched", condition=Q(dispatched_at__isnull=True)),
             # The fan-out's hold: is an earlier event of this run still undispatched? Without it each held event
@@ -94,7 +95,8 @@ class WebhookMessage(Scoped):
     """One event for one endpoint: its id is the `webhook-id` on every attempt, so receivers dedupe on it."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="messages")
+    # Indexed as the first column of message_run_order and one_message_per_endpoint_event.
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="messages", db_index=False)
     event_id = models.BigIntegerField()
     run_id = models.UUIDField(null=True, blank=True)
     type = models.CharField(max_length=40)
@@ -106,9 +108,10 @@ class WebhookMessage(Scoped):
     created_at = models.DateTimeField()
     delivered_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Scoped.Meta):
         constraints = [models.UniqueConstraint(fields=["endpoint", "event_id"], name="one_message_per_endpoint_event")]
         indexes = [
+            *Scoped.Meta.indexes,
             # Due messages, oldest first, and a run's earlier messages to the same endpoint (per-run order).
             models.Index(fields=["next_attempt_at"], name="message_due", condition=Q(status="pending")),
             models.Index(fields=["endpoint", "run_id", "event_id"], name="message_run_order"),
@@ -120,7 +123,8 @@ class WebhookMessage(Scoped):
 
 class DeliveryAttempt(models.Model):
     id = models.BigAutoField(primary_key=True)
-    message = models.ForeignKey(WebhookMessage, on_delete=models.CASCADE, related_name="attempt_rows")
+    # Indexed as the first column of one_attempt_per_number.
+    message = models.ForeignKey(WebhookMessage, on_delete=models.CASCADE, related_name="attempt_rows", db_index=False)
     number = models.PositiveIntegerField()
     at = models.DateTimeField()
     status_code = models.PositiveIntegerField(null=True, blank=True)
