@@ -79,25 +79,7 @@ def final_calls(
     422 arguments_invalid, listing the call id and JSON path of each error.
     """
     by_id = {c["id"]: c for c in pending}
-    seen: set[str] = set()
-    edited: dict[str, str] = {}  # only real edits: the same value sent back keeps the text as asked
-    for index, edit in enumerate(edits or ()):
-        call_id = edit["id"]
-        if call_id not in by_id:
-            raise InvalidRequest(
-                f"calls[{index}] names no pending call", errors={"calls": {str(index): {"id": ["Unknown call id."]}}}
-            )
-        if call_id in seen:
-            raise InvalidRequest(
-                f"call {call_id} is edited twice", errors={"calls": {str(index): {"id": ["Repeated call id."]}}}
-            )
-        seen.add(call_id)
-        call = by_id[call_id]
-        if _same(edit["arguments"], call["arguments"]):
-            continue
-        if not call.get("editable", False):
-            raise NotEditable(f"call {call_id} ({call['name']}) is not editable", call_id=call_id)
-        edited[call_id] = edit["arguments"]
+    edited = _real_edits(by_id, edits or ())
     errors = []
     # Only an edit is checked: the arguments as asked may be approved as they are (docs/policies.md).
     for call_id, arguments in edited.items():
@@ -118,6 +100,33 @@ def final_calls(
         }
         for call in pending
     ]
+
+
+def _real_edits(by_id: Mapping[str, Mapping[str, Any]], edits: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The edits that change a call's arguments, by call id (the same value sent back keeps the text as asked).
+
+    400 for an edit naming an unknown or repeated call; 403 not_editable for a change to a call that is not editable.
+    """
+    seen: set[str] = set()
+    edited: dict[str, str] = {}
+    for index, edit in enumerate(edits):
+        call_id = edit["id"]
+        if call_id not in by_id:
+            raise InvalidRequest(
+                f"calls[{index}] names no pending call", errors={"calls": {str(index): {"id": ["Unknown call id."]}}}
+            )
+        if call_id in seen:
+            raise InvalidRequest(
+                f"call {call_id} is edited twice", errors={"calls": {str(index): {"id": ["Repeated call id."]}}}
+            )
+        seen.add(call_id)
+        call = by_id[call_id]
+        if _same(edit["arguments"], call["arguments"]):
+            continue
+        if not call.get("editable", False):
+            raise NotEditable(f"call {call_id} ({call['name']}) is not editable", call_id=call_id)
+        edited[call_id] = edit["arguments"]
+    return edited
 
 
 def calls_value(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
