@@ -34,7 +34,7 @@ class Role(models.TextChoices):
     OPERATOR = "operator"
 
 
-SCOPE_LEVELS = ("scope_l1", "scope_l2", "scope_l3")
+SCOPE_LEVELS = tuple(f"scope_l{i}" for i in range(1, scopes.MAX_DEPTH + 1))  # the columns of scopes.levels
 
 
 def level_indexes(*levels: str) -> list[models.Index]:
