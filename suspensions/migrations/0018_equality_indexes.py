@@ -10,9 +10,6 @@
 # approval, a membership's user). Every row a transition writes updates fewer indexes.
 # tests/services/test_indexes.py holds the schema to this.
 
-from django.conf import settings
-from django.db import migrations, models
-
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
