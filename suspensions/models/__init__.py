@@ -341,8 +341,9 @@ class ApiToken(Scoped):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     name = models.CharField(max_length=200)
     roles = models.CharField(max_length=200, help_text="Comma-separated roles.")
-    # SHA-256 of the secret; the secret itself is shown once and never stored.
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # SHA-256 of the secret; the secret itself is shown once and never stored. Unique by a constraint,
+    # not unique=True, which adds a varchar_pattern_ops twin for LIKE: read by equality only, on every request.
+    token_hash = models.CharField(max_length=64, editable=False)
     prefix = models.CharField(max_length=16, editable=False)
     revoked = models.BooleanField(default=False)
     # The person this token acts for, if any: for separation of duties a token and its
@@ -354,6 +355,9 @@ class ApiToken(Scoped):
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(Scoped.Meta):
+        constraints = [models.UniqueConstraint(fields=["token_hash"], name="one_token_per_hash")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
@@ -388,7 +392,7 @@ class FlowWait(Scoped):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     store_key = models.CharField(max_length=1100)
     correlation_id = models.CharField(max_length=1024)
-    nonce = models.CharField(max_length=32, unique=True)
+    nonce = models.CharField(max_length=32)  # unique: one_wait_per_nonce
     pack = models.CharField(max_length=100)
     flow = models.CharField(max_length=100)
     # HMAC-SHA256 of the decision token's SHA-256 under a server key (suspensions/keys.py); never the token.
@@ -402,6 +406,7 @@ class FlowWait(Scoped):
 
     class Meta(Scoped.Meta):
         constraints = [
+            models.UniqueConstraint(fields=["nonce"], name="one_wait_per_nonce"),
             # One live wait per key: the second park's insert fails here (already_suspended).
             models.UniqueConstraint(
                 fields=["scope", "store_key"], condition=Q(live=True), name="one_live_wait_per_key"

@@ -13,13 +13,15 @@ class SlackIdentity(models.Model):
     """
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="slack_identity")
-    slack_user_id = models.CharField(max_length=32, unique=True, help_text="The Slack member id, like U0123ABC.")
+    # Unique by a constraint (one_identity_per_slack_user), not unique=True: no LIKE twin of the index.
+    slack_user_id = models.CharField(max_length=32, help_text="The Slack member id, like U0123ABC.")
     # "email" when a press linked it by the Slack profile's address, else who linked it in the admin.
     linked_by = models.CharField(max_length=200, blank=True)
     linked_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         verbose_name_plural = "Slack identities"
+        constraints = [models.UniqueConstraint(fields=["slack_user_id"], name="one_identity_per_slack_user")]
 
     def __str__(self) -> str:
         return f"{self.slack_user_id} is {self.user}"
