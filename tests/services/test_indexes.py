@@ -19,6 +19,7 @@ from suspensions.models.base import SCOPE_LEVELS, Scoped
 
 pytestmark = pytest.mark.django_db
 
+
 def indexes(table: str) -> list[dict]:
     """Each index of `table`: name, columns in order, whether unique, partial, btree, and its opclasses."""
     with connection.cursor() as cursor:
