@@ -102,7 +102,7 @@ def test_a_then_command_runs_once_the_rest_are_up_and_its_end_stops_nothing(tmp_
     marker, log = tmp_path / "name", tmp_path / "log"
     # The app writes its LOG_NAME (its log file's name, from supervise) where the then command reads it,
     # through a rename, so the reader never sees the file before its contents.
-    app = f"{PYTHON} -c \"import os, time; open('{marker}.part', 'w').write(os.environ['LOG_NAME']); os.replace('{marker}.part', '{marker}'); time.sleep(600)\""  # noqa: E501
+    app = f"{PYTHON} -c \"import os, pathlib, time; pathlib.Path('{marker}.part').write_text(os.environ['LOG_NAME']); os.replace('{marker}.part', '{marker}'); time.sleep(600)\""  # noqa: E501
     reader = f"{PYTHON} -c \"import os, time; [time.sleep(0.05) for _ in iter(lambda: os.path.exists('{marker}'), True)]; print('then saw', open('{marker}').read(), os.environ['LOG_NAME'])\""  # noqa: E501
     proc = supervise("app", app, "--then", reader, log=log)
     wait_for(lambda: "then saw" in log.read_text() or proc.poll() is not None, "the then command's line")
