@@ -5,6 +5,8 @@ machine behind a proxy (README, "Running in production").
 """
 
 import os
+import re
+from pathlib import Path
 
 
 def _count(name: str, default: int) -> int:
@@ -17,8 +19,25 @@ def _count(name: str, default: int) -> int:
 # host:port, or several separated by commas; 0.0.0.0:8000 when the proxy is on another machine.
 bind = [address.strip() for address in os.environ.get("GUNICORN_BIND", "127.0.0.1:8000").split(",")]
 
+
+def _control_socket(first_bind: str) -> str:
+    """gunicorn's control socket (for gunicornc): one per bind address, under this checkout's var/run."""
+    name = re.sub(r"[^A-Za-z0-9.]+", "-", first_bind).strip("-")
+    return str(Path(__file__).resolve().parent / "var" / "run" / f"gunicorn-{name}.ctl")
+
+
+# gunicorn's own default is one path per user ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl):
+# every gunicorn of that user on the host would share it, each start takes it over and each stop
+# unlinks it. Here each node has its own, named after its first bind address; "off" turns it off.
+_control = os.environ.get("GUNICORN_CONTROL_SOCKET", "") or _control_socket(bind[0])
+control_socket_disable = _control == "off"
+control_socket = _control
+
+# gthread's worker, except that a stopping worker takes the connections already queued on the
+# listening socket and closes its copy at once, so the next ones are refused, not reset
+# (suspensions_project/gunicorn_worker.py; docs/deploy.md, "Restarting without dropping requests").
+worker_class = "suspensions_project.gunicorn_worker.DrainingThreadWorker"
 # Threads share a process and its database pool: keep DB_POOL_MAX at or above GUNICORN_THREADS.
-worker_class = "gthread"
 workers = _count("GUNICORN_WORKERS", 4)
 threads = _count("GUNICORN_THREADS", 8)
 

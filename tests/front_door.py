@@ -176,8 +176,13 @@ def nginx_conf(directory: Path, site: Path) -> str:
     )
 
 
-def start_nginx(directory: Path, upstream_port: int, template: Path = TEMPLATE) -> "Nginx":
-    """nginx in the foreground with the repository's site config, listening on a free port of 127.0.0.1."""
+def start_nginx(
+    directory: Path, upstream_port: int, template: Path = TEMPLATE, *, second_upstream_port: int | None = None
+) -> "Nginx":
+    """nginx in the foreground with the repository's site config, listening on a free port of 127.0.0.1.
+
+    Its two upstream nodes are `upstream_port` and `second_upstream_port` (by default the same node twice).
+    """
     port = free_port()
     site = directory / "suspensions.conf"
     access_log = directory / "access.log"
@@ -187,6 +192,7 @@ def start_nginx(directory: Path, upstream_port: int, template: Path = TEMPLATE) 
                 "SUSPENSIONS_LISTEN": f"127.0.0.1:{port}",
                 "SUSPENSIONS_SERVER_NAME": "127.0.0.1",
                 "SUSPENSIONS_UPSTREAM": f"127.0.0.1:{upstream_port}",
+                "SUSPENSIONS_UPSTREAM_2": f"127.0.0.1:{second_upstream_port or upstream_port}",
                 "SUSPENSIONS_ACCESS_LOG": str(access_log),
             },
             template,
