@@ -20,6 +20,7 @@ from suspensions.models import (
 )
 from suspensions.principals import for_user
 from tests.factories import principal
+from tests.helpers import grant_channel
 from tests.processes import wait_for
 from tests.slack.conftest import CHANNEL, SECRET, TOKEN, approver, request_approval, slack  # noqa: F401 (fixture)
 from tests.slack_fake import button_press, deny_submission, post_interaction
@@ -33,6 +34,7 @@ def slack_worker(worker, slack):  # noqa: F811 (the fixture imported above)
     route = NotificationRoute(kind=NotificationChannel.SLACK, target=CHANNEL, created_at=db_now())
     route.stamp_scope("acme")
     route.save(force_insert=True)
+    grant_channel(CHANNEL, "acme")
     worker(SLACK_BOT_TOKEN=TOKEN, SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.url)
     return slack
 
