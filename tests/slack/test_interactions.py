@@ -11,6 +11,7 @@ from suspensions.models import Admission, Approval, ApprovalVote, Run, SlackIden
 from suspensions.slack import client as slack_client
 from tests.factories import principal
 from tests.helpers import call, continuation
+from tests.helpers import client as api_client
 from tests.slack_fake import (
     INTERACTIONS_PATH,
     button_press,
@@ -331,6 +332,36 @@ def test_separation_of_duties_is_the_decide_services_and_writes_nothing(client, 
 
     assert written() == before
     assert "may not decide" in ephemerals(slack, "UALICE")[0]
+
+
+def test_a_signed_body_of_five_thousand_form_fields_is_a_problem_json_400_and_writes_nothing(client, slack):
+    before = written()
+    body = "&".join(f"f{i}=x" for i in range(5000))
+
+    response = client.post(
+        INTERACTIONS_PATH, data=body, content_type="application/x-www-form-urlencoded", **signed_headers(body, SECRET)
+    )
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "invalid_request"
+    assert written() == before
+
+
+def test_too_many_form_fields_to_the_api_is_a_problem_json_400_and_the_console_keeps_its_page(client, token):
+    body = "&".join(f"f{i}=x" for i in range(5000))
+    operator = api_client(token("acme", ["operator"], "ops"))
+
+    api = operator.post("/api/v1/notification-routes", data=body, content_type="application/x-www-form-urlencoded")
+    console = client.post("/console/login/", data=body, content_type="application/x-www-form-urlencoded")
+
+    assert (api.status_code, api["Content-Type"], api.json()["code"]) == (
+        400,
+        "application/problem+json",
+        "invalid_request",
+    )
+    assert console.status_code == 400
+    assert console["Content-Type"].startswith("text/html")
 
 
 def test_a_signed_body_that_is_not_an_interaction_is_400_and_writes_nothing(client, slack):
