@@ -23,6 +23,7 @@ from .models import (
     Role,
     Run,
     RunState,
+    SlackChannel,
     Start,
     Suspension,
     WebhookEndpoint,
@@ -165,6 +166,16 @@ def agent_reply_runs(principal: Principal) -> QuerySet[Run]:
         source__in=[AdmissionSource.AGENT_REPLY, AdmissionSource.DISPATCH],
     )
     return Run.objects.filter(exact).filter(Exists(pause) | Q(Exists(running), state=RunState.RUNNING)).order_by("id")
+
+
+def slack_channel_granted(channel_id: str, scope: str) -> bool:
+    """Whether Slack channel `channel_id` is granted to `scope` or a scope above it (models.SlackChannel).
+
+    Not filtered by a principal: it answers where a route of `scope` may post,
+    for the route's writer and for the delivery. Reads only.
+    """
+    covering = [prefix for prefix in scopes.levels(scope).values() if prefix]
+    return SlackChannel.objects.filter(channel_id=channel_id, scope__in=covering).exists()
 
 
 def approvers_covering(scope: str) -> QuerySet[Any]:

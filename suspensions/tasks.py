@@ -7,10 +7,12 @@ from typing import Any
 
 from celery import shared_task
 from django.conf import settings
+from slack_sdk.errors import SlackClientError
 
 from . import services
 from .observability import heartbeat, metrics
 from .services import audit, delivery, idempotency, notifications, outbox, reminders
+from .slack import answers
 
 log = logging.getLogger(__name__)
 
@@ -138,3 +140,21 @@ def deliver_notifications(ids: list[str]) -> int:
 def notification_sweep() -> int:
     """Beat: deliver due notifications (retries, lost tasks, expired leases) for about one beat interval."""
     return notifications.deliver_due(max_seconds=settings.WEBHOOK_SWEEP_SECONDS)
+
+
+# -- Slack answers (docs/notifications.md, Slack): sent after the interaction's request has answered --------
+
+# A failed connection is tried again soon: an answer is only worth something while the presser looks.
+SLACK_ANSWER_RETRY = {"autoretry_for": (OSError, SlackClientError), "max_retries": 2, "default_retry_delay": 2}
+
+
+@shared_task(name=answers.EPHEMERAL_TASK, ignore_result=True, **SLACK_ANSWER_RETRY)
+def slack_ephemeral(channel: str, slack_user: str, text: str) -> None:
+    """Tell a presser privately what their press did (slack.answers.tell_later)."""
+    answers.post_ephemeral(channel, slack_user, text)
+
+
+@shared_task(name=answers.OUTCOME_TASK, ignore_result=True, **SLACK_ANSWER_RETRY)
+def slack_show_outcome(approval_id: str, channel: str, ts: str) -> None:
+    """Edit an out-of-date message to its approval's outcome (slack.answers.show_outcome_later)."""
+    answers.show_outcome(approval_id, channel, ts)

@@ -8,6 +8,7 @@ from suspensions.api.errors import unknown_api_path
 from suspensions.observability import views as observability_views
 from suspensions.slack.interactions import interactions as slack_interactions
 
+handler400 = "suspensions.api.errors.bad_request"
 handler404 = "suspensions.api.errors.not_found"
 handler500 = "suspensions.api.errors.server_error"
 

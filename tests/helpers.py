@@ -243,3 +243,10 @@ def assert_chains_intact() -> int:
         assert found.problem is None, (run_id, found.problem)
         assert events[0]["prev_hash"] == audit.GENESIS
     return len(runs)
+
+
+def grant_channel(channel: str, scope: str) -> Any:
+    """Grant Slack channel `channel` to `scope`, as a superuser does in the admin (docs/notifications.md)."""
+    from suspensions.models import SlackChannel
+
+    return SlackChannel.objects.create(channel_id=channel, scope=scope, note="test")

@@ -22,6 +22,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from django.test import TestCase
+
 from tests.push.receivers import free_port, serve, shut
 
 INTERACTIONS_PATH = "/integrations/slack/interactions"
@@ -43,6 +45,8 @@ class FakeSlack:
     # method -> Slack error codes to answer, one per call, before answering ok again.
     failures: dict[str, list[str]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
+    # method -> seconds the fake waits before answering it (a slow Slack).
+    delays: dict[str, float] = field(default_factory=dict)
     server: Any = None
     _ts: Any = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -97,6 +101,7 @@ class FakeSlack:
                 elif body:
                     args.update(parse_qsl(body.decode()))
                 token = self.headers.get("authorization", "").removeprefix("Bearer ")
+                time.sleep(fake.delays.get(method, 0))
                 answered = fake.answer(method, args)
                 with fake._lock:
                     fake.calls.append(Call(method, args, token, answered))
@@ -136,7 +141,10 @@ def post_interaction(
     """POST `payload` to the interactions endpoint the way Slack does; `headers` replaces the signed ones."""
     body = form_body(payload)
     signed = signed_headers(body, secret, timestamp) if headers is None else headers
-    return client.post(INTERACTIONS_PATH, data=body, content_type="application/x-www-form-urlencoded", **signed)
+    # What the request enqueues once it commits (the answers sent after it) is enqueued, as in production,
+    # also inside a test's transaction.
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return client.post(INTERACTIONS_PATH, data=body, content_type="application/x-www-form-urlencoded", **signed)
 
 
 def button_press(message_call: Call, action_id: str, user: str, *, trigger_id: str = "T-1") -> dict[str, Any]:

@@ -13,11 +13,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..exceptions import ServiceError
-from ..models import Notification, NotificationRoute
+from ..models import Notification, NotificationRoute, SlackChannel
 from ..principals import for_user
 from ..services import notification_routes
 from ..services.notifications import ROUTE_EVENT_TYPES
-from .base import ReadOnlyAdmin, ScopedAdmin, clean_scope
+from .base import ReadOnlyAdmin, ScopedAdmin, SuperuserOnlyAdmin, clean_scope
 
 
 class NotificationRouteForm(forms.ModelForm):
@@ -40,7 +40,7 @@ class NotificationRouteForm(forms.ModelForm):
         if self.errors:
             return data
         try:
-            notification_routes.check_target(data.get("kind"), data.get("target"))
+            notification_routes.check_target(data.get("kind"), data.get("target"), scope=data.get("scope"))
         except ServiceError as exc:
             for field, problems in (exc.extra.get("errors") or {"__all__": [exc.detail]}).items():
                 self.add_error(field if field in self.fields else None, " ".join(map(str, problems)))
@@ -96,6 +96,35 @@ class NotificationRouteAdmin(ScopedAdmin):
         for pk in queryset.values_list("pk", flat=True):
             notification_routes.set_active(principal=principal, route_id=pk, active=active)
         self.message_user(request, f"{'Enabled' if active else 'Disabled'} the selected routes.", messages.SUCCESS)
+
+
+class SlackChannelForm(forms.ModelForm):
+    class Meta:
+        model = SlackChannel
+        fields = ("channel_id", "scope", "note")
+
+    def clean_channel_id(self) -> str:
+        value = str(self.cleaned_data["channel_id"]).strip()
+        if not notification_routes.SLACK_CHANNEL.fullmatch(value):
+            raise forms.ValidationError("A Slack channel id, like C0123ABC (not its #name).")
+        return value
+
+    def clean_scope(self) -> str:
+        return clean_scope(self.cleaned_data["scope"])
+
+
+@admin.register(SlackChannel)
+class SlackChannelAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
+    """Which Slack channel belongs to which scope (docs/notifications.md): superusers grant and remove.
+
+    Superusers only: the bot can post to every channel it was invited to, of
+    any tenant; a grant is what lets a scope's routes post there.
+    """
+
+    form = SlackChannelForm
+    list_display = ("channel_id", "scope", "note", "created_at")
+    search_fields = ("channel_id", "scope", "note")
+    readonly_fields = ("created_at",)
 
 
 @admin.register(Notification)

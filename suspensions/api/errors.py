@@ -98,6 +98,24 @@ def unknown_api_path(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRes
     return problem_json_response(NotFound(f"no API resource at {request.path}"))
 
 
+# The paths whose clients read JSON, never an HTML page: the API and the integrations (Slack).
+MACHINE_PATHS = ("/api/", "/integrations/")
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400: what Django refuses before a view answers is a problem+json for machines, else its page.
+
+    Django's own refusals of a request (a SuspiciousOperation: too many form
+    fields or files, a body over DATA_UPLOAD_MAX_MEMORY_SIZE, a bad Host)
+    come here, never through the API's exception handler.
+    """
+    if not request.path.startswith(MACHINE_PATHS):
+        return defaults.bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        return problem_json_response(RequestTooLarge())
+    return problem_json_response(InvalidRequest(f"the request was refused: {exception}"[:300]))
+
+
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """handler404: a path no API route matches (a malformed id) is still a problem, not an HTML page."""
     if request.path.startswith("/api/"):

@@ -16,7 +16,7 @@ from .floors import ApprovalFloor
 from .idempotency import IdempotencyKey
 from .notifications import Notification, NotificationChannel, NotificationKind, NotificationRoute
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
-from .slack import SlackIdentity
+from .slack import SlackChannel, SlackIdentity
 
 __all__ = [
     "TERMINAL_STATES",
@@ -51,6 +51,7 @@ __all__ = [
     "Run",
     "RunState",
     "Scoped",
+    "SlackChannel",
     "SlackIdentity",
     "Start",
     "Suspension",

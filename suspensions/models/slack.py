@@ -25,3 +25,27 @@ class SlackIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.slack_user_id} is {self.user}"
+
+
+class SlackChannel(models.Model):
+    """A Slack channel granted to a scope (docs/notifications.md, Granting a channel): routes may target it there.
+
+    The service's bot token reaches every channel the bot was invited to,
+    whichever tenant it belongs to: without a grant, an operator of one
+    workspace could route its approvals into another's channel. Superusers
+    grant and remove (Django admin, `manage.py slackchannel`); a `slack`
+    route is accepted, and delivered, only while its channel is granted to
+    its scope or a scope above it.
+    """
+
+    # Unique by a constraint (one_grant_per_slack_channel), not unique=True: no LIKE twin of the index.
+    channel_id = models.CharField(max_length=64, help_text="The Slack channel id, like C0123ABC.")
+    scope = models.CharField(max_length=192, help_text="workspace[/project[/team]]: routes at or below it may use it.")
+    note = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["channel_id"], name="one_grant_per_slack_channel")]
+
+    def __str__(self) -> str:
+        return f"{self.channel_id} granted to {self.scope}"

@@ -126,13 +126,16 @@ def _write_checkpoint() -> AuditCheckpoint | None:
 
 
 def checkpoint_data(checkpoint: AuditCheckpoint) -> dict[str, Any]:
-    """What `audit.checkpoint` carries: enough to check the signature, not the runs (they name other tenants')."""
+    """What `audit.checkpoint` carries: enough to check the signature, not the runs (they name other tenants').
+
+    Not even how many runs it sealed: every workspace's endpoint gets it, and
+    the count moved with the other tenants' activity (issue 50, item 7).
+    """
     return {
         "seq": checkpoint.seq,
         "at": audit.rfc3339(checkpoint.at),
         "root": checkpoint.root,
         "previous": checkpoint.previous,
-        "runs": len(checkpoint.runs),
         "signature": checkpoint.signature,
         "algorithm": "ed25519",
     }

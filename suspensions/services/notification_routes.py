@@ -33,8 +33,13 @@ MAX_EMAIL = 320
 SLACK_CHANNEL = re.compile(r"[CGD][A-Z0-9]{2,63}")
 
 
-def check_target(kind: Any, target: Any) -> str:
-    """An email route's address (Django's validator) or a Slack route's channel id; 400 otherwise."""
+def check_target(kind: Any, target: Any, *, scope: str | None = None) -> str:
+    """An email route's address (Django's validator) or a Slack route's channel id; 400 otherwise.
+
+    With `scope`, a Slack channel must also be granted to it or a scope above
+    it (selectors.slack_channel_granted): one tenant never posts into another's
+    channel. The 400 says the same whether the channel is granted elsewhere or nowhere.
+    """
     if kind not in NotificationChannel.values:
         raise InvalidRequest("kind is unknown", errors={"kind": [f"One of {', '.join(NotificationChannel.values)}."]})
     if not isinstance(target, str) or not target:
@@ -43,6 +48,9 @@ def check_target(kind: Any, target: Any) -> str:
         if not SLACK_CHANNEL.fullmatch(target):
             detail = "A Slack channel id, like C0123ABC (not its #name)."
             raise InvalidRequest("target is not a Slack channel id", errors={"target": [detail]})
+        if scope is not None and not selectors.slack_channel_granted(target, scope):
+            detail = f"Slack channel {target} is not granted to scope '{scope}' or a scope above it; ask a superuser."
+            raise InvalidRequest("target is not a Slack channel granted to this scope", errors={"target": [detail]})
         return target
     try:
         if len(target) > MAX_EMAIL:
@@ -74,9 +82,10 @@ def create_route(
 ) -> NotificationRoute:
     """A new active route of `scope` (without one: the one scope where the principal is an operator).
 
-    Refuses a bad field (400) and a scope where the principal is not an
-    operator (403) before writing. Not idempotent: a retried create makes a
-    second route (it asks nobody twice: notifications are one per recipient).
+    Refuses a bad field (400), a scope where the principal is not an
+    operator (403) and a Slack channel not granted to the scope (400)
+    before writing. Not idempotent: a retried create makes a second route
+    (it asks nobody twice: notifications are one per recipient).
     """
     require_operator(principal)
     scope = operator_scope(principal, scope, "route")
@@ -88,6 +97,8 @@ def create_route(
         raise InvalidRequest("description is too long", errors={"description": [f"At most {MAX_DESCRIPTION}."]})
     if not principal.can(Role.OPERATOR, scope):
         raise Forbidden(f"the 'operator' role is required in scope '{scope}'")
+    # After the role: whether a channel is granted here is for this scope's operators to learn.
+    check_target(kind, target, scope=scope)
     with transaction.atomic():
         route = NotificationRoute(
             kind=kind,

@@ -143,8 +143,18 @@ def asking(
         if route.kind == NotificationChannel.EMAIL and route.target.lower() != excluded_email:
             rows.append(made(NotificationChannel.EMAIL, route.target, route_id=route.id))
         elif route.kind == NotificationChannel.SLACK and slack_configured():
-            rows.append(made(NotificationChannel.SLACK, route.target, route_id=route.id))
+            rows.append(_slack_post(made, route))
     return rows
+
+
+def _slack_post(made: Callable[..., Notification], route: NotificationRoute) -> Notification:
+    """A Slack route's post; `failed` at once, never sent, once its channel is no longer granted to its scope."""
+    row = made(NotificationChannel.SLACK, route.target, route_id=route.id)
+    if not selectors.slack_channel_granted(route.target, route.scope):
+        # The grant was removed after the route was made (docs/notifications.md): kept as a failure, visible.
+        row.status = MessageStatus.FAILED
+        row.last_error = f"Slack channel {route.target} is not granted to scope '{route.scope}'"
+    return row
 
 
 def slack_updates(approval: Approval, now: datetime, *, event_id: int) -> list[Notification]:

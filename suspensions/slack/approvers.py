@@ -17,7 +17,7 @@ from slack_sdk.errors import SlackClientError
 
 from ..models import Approval, Role, SlackIdentity
 from ..principals import Principal, for_user
-from .client import web_client
+from .client import interactive_client
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +42,23 @@ def approver_for(slack_user_id: str, approval: Approval) -> Approver | None:
     return Approver(user_id=user.pk, principal=principal, linked=identity is not None)
 
 
+def known_not_allowed(slack_user_id: str, approval: Approval) -> bool:
+    """True when the database alone shows the member may not decide (linked to someone who may not). Reads only.
+
+    For the Deny button, whose press may make one Slack call and spends it
+    on views.open: an unlinked member is looked up when the dialog is submitted.
+    """
+    identity = SlackIdentity.objects.select_related("user").filter(slack_user_id=slack_user_id).first()
+    if identity is None:
+        return False
+    user = identity.user
+    return not (user.is_active and for_user(user).can(Role.APPROVER, approval.scope))
+
+
 def _by_email(slack_user_id: str) -> Any:
+    # The one Slack call of the press that needs it, bounded (client.INTERACTIVE_TIMEOUT) and never retried.
     try:
-        answer = web_client().users_info(user=slack_user_id)
+        answer = interactive_client().users_info(user=slack_user_id)
     except (SlackClientError, OSError):
         # Slack down, or a member it does not know: not linked, and the press is answered as such.
         log.warning("users.info failed for a Slack member", exc_info=True)

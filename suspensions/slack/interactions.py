@@ -18,11 +18,15 @@ reason; its `view_submission` comes back here and denies. A retry of the
 same press (Slack resends when an answer is late) is the decide service's
 replay: the same person's same decision is recorded once.
 
-Slack wants an answer within 3 s: the decision is one short transaction,
-the Slack calls made here (users.info, views.open, an ephemeral, a stale
-message's update) are bounded (client.TIMEOUT) and happen outside any
-transaction; a decided message is updated later, from Celery, by the
-DECIDED notification the decision's fan-out writes.
+Slack wants an answer within 3 s: a request waits on at most one Slack
+call, bounded (client.INTERACTIVE_TIMEOUT, no retry) and outside any
+transaction: users.info when the presser must be found by email, or views.open
+for the deny dialog (whose trigger expires with the 3 s). The ephemeral answer
+and the edit of a stale message are sent from Celery after the answer
+(slack.answers); a decided message is updated from Celery by the DECIDED
+notification the decision's fan-out writes. So a Deny press checks the presser
+only as far as the database knows (a linked member); an unlinked one is looked
+up when the dialog is submitted, where a refusal is shown in the dialog.
 """
 
 import logging
@@ -45,8 +49,8 @@ from ..exceptions import (
 from ..models import Approval, ApprovalStatus
 from ..problems import PROBLEM, problem_body
 from ..services.slack_identities import link_slack_user
-from . import blocks, client
-from .approvers import Approver, approver_for
+from . import answers, blocks, client
+from .approvers import Approver, approver_for, known_not_allowed
 
 log = logging.getLogger(__name__)
 
@@ -105,16 +109,25 @@ def on_action(payload: Press) -> HttpResponse:
     channel = _channel_of(payload)
     slack_user = str(payload["user"]["id"])
     approval = Approval.objects.filter(pk=pressed.approval_id).first()
+    if action["action_id"] == blocks.DENY:
+        return _open_deny(payload, approval, channel, slack_user)
     approver = approver_for(slack_user, approval) if approval is not None else None
     if approval is None or approver is None:
-        _ephemeral(channel, slack_user, NOT_ALLOWED)
-        return HttpResponse(status=200)
-    if action["action_id"] == blocks.DENY:
-        modal = blocks.deny_modal(str(action["value"]), channel=channel, message_ts=_ts_of(payload))
-        _call("views.open", trigger_id=str(payload["trigger_id"]), view=modal)
+        answers.tell_later(channel, slack_user, NOT_ALLOWED)
         return HttpResponse(status=200)
     _, text = decide(approver, slack_user, pressed, approval, decision="approve", where=(channel, _ts_of(payload)))
-    _ephemeral(channel, slack_user, text)
+    answers.tell_later(channel, slack_user, text)
+    return HttpResponse(status=200)
+
+
+def _open_deny(payload: Press, approval: Approval | None, channel: str, slack_user: str) -> HttpResponse:
+    """The deny dialog, the press's one Slack call; refused here only when the database knows the presser may not."""
+    if approval is None or known_not_allowed(slack_user, approval):
+        answers.tell_later(channel, slack_user, NOT_ALLOWED)
+        return HttpResponse(status=200)
+    value = str(payload["actions"][0]["value"])
+    modal = blocks.deny_modal(value, channel=channel, message_ts=_ts_of(payload))
+    _call("views.open", trigger_id=str(payload["trigger_id"]), view=modal)
     return HttpResponse(status=200)
 
 
@@ -137,7 +150,7 @@ def on_submission(payload: Press) -> HttpResponse:
     decided, text = decide(approver, slack_user, pressed, approval, decision="deny", reason=reason, where=where)
     if not decided:
         return _modal_error(text)
-    _ephemeral(where[0], slack_user, text)
+    answers.tell_later(where[0], slack_user, text)
     return HttpResponse(status=200)  # an empty 200 closes the modal
 
 
@@ -191,27 +204,21 @@ def _told(result: services.Decision) -> str:
 
 
 def _show_current(approval_id: Any, channel: str, ts: str) -> bool:
-    """After a refusal: if the approval is no longer pending the message was stale; update it to the outcome.
+    """After a refusal: if the approval is no longer pending the message was stale; a worker edits it to the outcome.
 
     Read after the refusal, so a decision that beat this press is seen. True when it was stale.
     """
     approval = Approval.objects.filter(pk=approval_id).first()
     if approval is None or approval.status == ApprovalStatus.PENDING:
         return False
-    if channel and ts:
-        _call("chat.update", channel=channel, ts=ts, **blocks.decided_message(approval))
+    answers.show_outcome_later(approval.pk, channel, ts)
     return True
 
 
-def _ephemeral(channel: str, slack_user: str, text: str) -> None:
-    if channel:
-        _call("chat.postEphemeral", channel=channel, user=slack_user, text=text)
-
-
 def _call(method: str, **arguments: Any) -> None:
-    """One Web API call on the presser's behalf; a failure is logged: the decision (if any) stands either way."""
+    """The request's one Web API call (views.open), bounded; a failure is logged: nothing was decided by it."""
     try:
-        client.web_client().api_call(method, json=arguments)
+        client.interactive_client().api_call(method, json=arguments)
     except (SlackClientError, OSError):
         log.warning("Slack %s failed while answering an interaction", method, exc_info=True)
 

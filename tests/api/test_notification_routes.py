@@ -8,7 +8,7 @@ is a problem that writes nothing (tests.helpers.refused, whose snapshot holds th
 import pytest
 
 from suspensions.models import NotificationRoute
-from tests.helpers import client, post, refused
+from tests.helpers import client, grant_channel, post, refused
 
 ROUTES = "/api/v1/notification-routes"
 
@@ -49,6 +49,7 @@ def test_an_operator_creates_reads_lists_disables_enables_and_deletes_a_route(op
 
 
 def test_a_slack_route_takes_a_channel_id_and_scope_may_be_left_out_by_an_operator_of_one_scope(operator):
+    grant_channel("C0123ABC", "acme")
     response = post(operator, ROUTES, {"kind": "slack", "target": "C0123ABC"})
     assert response.status_code == 201, response.content
     assert (response.json()["scope"], response.json()["target"]) == ("acme", "C0123ABC")
@@ -95,3 +96,28 @@ def test_an_operator_of_a_parent_scope_sees_and_manages_the_routes_below_it(db, 
 
     assert [r["id"] for r in parent.get(ROUTES).json()["results"]] == [below["id"]]
     assert parent.post(f"{ROUTES}/{below['id']}/disable").json()["active"] is False
+
+
+# -- a Slack channel must be granted to the route's scope or above (docs/notifications.md, Granting a channel) --
+
+
+@pytest.mark.parametrize("granted_to", [None, "globex", "acme/billing"])
+def test_a_slack_route_to_a_channel_not_granted_to_its_scope_or_above_is_400_naming_target(operator, granted_to):
+    if granted_to:
+        grant_channel("C0GLOBEX", granted_to)
+
+    body = refused(
+        lambda: post(operator, ROUTES, {"scope": "acme/support", "kind": "slack", "target": "C0GLOBEX"}),
+        400,
+        "invalid_request",
+    )
+
+    assert "target" in body["errors"]
+
+
+def test_a_slack_channel_granted_to_the_workspace_serves_routes_of_its_projects(operator):
+    grant_channel("C0ACME", "acme")
+
+    response = post(operator, ROUTES, {"scope": "acme/support", "kind": "slack", "target": "C0ACME"})
+
+    assert response.status_code == 201, response.content

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from suspensions.models import Notification, NotificationRoute
-from tests.helpers import member, snapshot
+from tests.helpers import grant_channel, member, snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -75,6 +75,18 @@ def test_a_bad_target_is_a_form_error_and_writes_nothing():
     assert snapshot() == before
 
 
+def test_a_slack_channel_granted_to_another_tenant_is_a_form_error_and_writes_nothing():
+    olga = browser("olga", {"acme": ["operator"]})
+    grant_channel("C0GLOBEX", "globex")
+    before = snapshot()
+
+    bad = olga.post(ROUTES, {"scope": "acme", "kind": "slack", "target": "C0GLOBEX"})
+
+    assert bad.status_code == 400
+    assert 'id="error-target"' in bad.content.decode()
+    assert snapshot() == before
+
+
 def test_the_page_counts_the_notifications_of_the_operators_scopes():
     olga = browser("olga", {"acme": ["operator"]})
     notification("failed")
@@ -119,6 +131,10 @@ def test_the_admin_lists_notifications_filtered_by_status_and_channel_and_adds_r
     refused = root.post(add, {"scope": "acme", "kind": "email", "target": "nope", "description": ""})
     assert refused.status_code == 200 and "Not an email address" in refused.content.decode()
     assert snapshot() == before
+    ungranted = root.post(add, {"scope": "acme", "kind": "slack", "target": "C0123ABC", "description": ""})
+    assert ungranted.status_code == 200 and "is not granted to scope" in ungranted.content.decode()
+    assert snapshot() == before
+    grant_channel("C0123ABC", "acme")
     made = root.post(add, {"scope": "acme", "kind": "slack", "target": "C0123ABC", "description": ""})
     assert made.status_code == 302
     assert NotificationRoute.objects.get().created_by == "user:root"

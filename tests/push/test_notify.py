@@ -17,7 +17,7 @@ from suspensions.clock import db_now
 from suspensions.models import Approval, Notification, NotificationRoute, OutboxEvent
 from suspensions.services import notifications, outbox
 from tests.factories import principal
-from tests.helpers import approval_pause, call, member, notify_all
+from tests.helpers import approval_pause, call, grant_channel, member, notify_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -313,6 +313,7 @@ def test_a_route_to_the_excluded_requesters_address_is_not_used_for_that_approva
 
 
 def test_slack_routes_get_a_request_only_when_slack_is_configured_and_decided_updates_follow(settings):
+    grant_channel("C0123ABC", "acme")
     route("acme", "slack", "C0123ABC")
     approval = request_approval()
     outbox.fan_out()
@@ -405,3 +406,17 @@ def test_an_outcome_is_recorded_on_a_fresh_connection_when_the_database_dropped_
     n = Notification.objects.get()
     assert (n.status, n.attempts, n.leased_until) == ("delivered", 1, None)
     assert len(mailoutbox) == 1
+
+
+def test_a_slack_route_whose_channel_grant_was_removed_posts_nothing_and_its_post_is_recorded_failed(settings):
+    settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET = "xoxb-test", "signing-secret"
+    grant = grant_channel("C0123ABC", "acme")
+    route("acme", "slack", "C0123ABC")
+    grant.delete()
+    request_approval()
+
+    outbox.fan_out()
+
+    [post] = Notification.objects.filter(channel="slack")
+    assert (post.status, post.attempts) == ("failed", 0)
+    assert "not granted" in post.last_error

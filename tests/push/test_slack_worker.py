@@ -19,6 +19,8 @@ from suspensions.models import (
     Run,
 )
 from suspensions.principals import for_user
+from tests.factories import principal
+from tests.helpers import grant_channel
 from tests.processes import wait_for
 from tests.slack.conftest import CHANNEL, SECRET, TOKEN, approver, request_approval, slack  # noqa: F401 (fixture)
 from tests.slack_fake import button_press, deny_submission, post_interaction
@@ -32,6 +34,7 @@ def slack_worker(worker, slack):  # noqa: F811 (the fixture imported above)
     route = NotificationRoute(kind=NotificationChannel.SLACK, target=CHANNEL, created_at=db_now())
     route.stamp_scope("acme")
     route.save(force_insert=True)
+    grant_channel(CHANNEL, "acme")
     worker(SLACK_BOT_TOKEN=TOKEN, SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.url)
     return slack
 
@@ -114,3 +117,26 @@ def test_a_slack_that_fails_at_first_gets_the_message_on_a_retry(slack_worker):
     assert row.attempts == 2
     assert len(slack_worker.of("chat.postMessage")) == 2
     assert row.slack_ts == slack_worker.of("chat.postMessage")[1].answer["ts"]
+
+
+def cancel_run(approval):
+    """The engine cancels the paused run: not an approval event, so its message keeps its buttons (stale)."""
+    run = Run.objects.get(pk=approval.run_id)
+    services.cancel_run(principal=principal("token:engine", "acme", "engine"), run_id=run.id, revision=run.revision)
+
+
+def test_a_pressers_answer_and_a_stale_messages_edit_are_sent_by_the_worker(client, slack_worker):
+    approver("alice", "UALICE")
+    approval = request_approval()
+    message = message_of(slack_worker, approval)
+    cancel_run(approval)
+
+    response = post_interaction(client, button_press(message, "approve", "UALICE"), SECRET)
+
+    assert response.status_code == 200
+    wait_for(lambda: slack_worker.of("chat.update"), "the worker to edit the stale message")
+    wait_for(lambda: slack_worker.of("chat.postEphemeral"), "the worker to answer the presser")
+    [update] = slack_worker.of("chat.update")
+    assert update.args["ts"] == message.answer["ts"]
+    assert not [b for b in update.args["blocks"] if b["type"] == "actions"]
+    assert slack_worker.of("chat.postEphemeral")[0].args["text"].startswith("This message is out of date")

@@ -1,7 +1,9 @@
 """Fixtures of the Slack tests: the fake Slack on 127.0.0.1, the settings that point at it, approvals and approvers."""
 
 import pytest
+from celery import current_app
 
+import suspensions.tasks  # noqa: F401 - registers the answer tasks that the eager mode runs here
 from suspensions.clock import db_now
 from suspensions.models import Notification, NotificationChannel, NotificationKind, SlackIdentity
 from suspensions.slack import sender
@@ -11,6 +13,15 @@ from tests.slack_fake import FakeSlack
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 TOKEN = "xoxb-test-token"
 CHANNEL = "C0APPROVALS"
+
+
+@pytest.fixture(autouse=True)
+def answers_in_process():
+    """Celery runs tasks in this process (eager): the answers a worker would send, sent by the same task code."""
+    before = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = True
+    yield
+    current_app.conf.task_always_eager = before
 
 
 @pytest.fixture

@@ -4,12 +4,14 @@ import json
 import time
 
 import pytest
-from django.test import Client
+from django.test import Client, TestCase
 
 from suspensions import services
 from suspensions.models import Admission, Approval, ApprovalVote, Run, SlackIdentity
+from suspensions.slack import client as slack_client
 from tests.factories import principal
 from tests.helpers import call, continuation
+from tests.helpers import client as api_client
 from tests.slack_fake import (
     INTERACTIONS_PATH,
     button_press,
@@ -178,6 +180,18 @@ def test_an_old_message_never_decides_a_later_pause_of_the_same_run(client, slac
     assert "out of date" in ephemerals(slack, "UALICE")[0]
 
 
+def console_decides(approval):
+    """Carol approves `approval` in the console, so a message still showing its buttons is stale."""
+    run = Run.objects.get(pk=approval.run_id)
+    version = services.Version(run_id=run.id, suspension_id=approval.pk, run_revision=run.revision)
+    services.decide(
+        principal=principal("user:carol", "acme", "approver"),
+        suspension_id=approval.pk,
+        version=version,
+        decision="approve",
+    )
+
+
 def later_pause(approval):
     """The run's pause approved by someone else in the console, started, then paused for approval again."""
     run = Run.objects.get(pk=approval.run_id)
@@ -320,6 +334,36 @@ def test_separation_of_duties_is_the_decide_services_and_writes_nothing(client, 
     assert "may not decide" in ephemerals(slack, "UALICE")[0]
 
 
+def test_a_signed_body_of_five_thousand_form_fields_is_a_problem_json_400_and_writes_nothing(client, slack):
+    before = written()
+    body = "&".join(f"f{i}=x" for i in range(5000))
+
+    response = client.post(
+        INTERACTIONS_PATH, data=body, content_type="application/x-www-form-urlencoded", **signed_headers(body, SECRET)
+    )
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "invalid_request"
+    assert written() == before
+
+
+def test_too_many_form_fields_to_the_api_is_a_problem_json_400_and_the_console_keeps_its_page(client, token):
+    body = "&".join(f"f{i}=x" for i in range(5000))
+    operator = api_client(token("acme", ["operator"], "ops"))
+
+    api = operator.post("/api/v1/notification-routes", data=body, content_type="application/x-www-form-urlencoded")
+    console = client.post("/console/login/", data=body, content_type="application/x-www-form-urlencoded")
+
+    assert (api.status_code, api["Content-Type"], api.json()["code"]) == (
+        400,
+        "application/problem+json",
+        "invalid_request",
+    )
+    assert console.status_code == 400
+    assert console["Content-Type"].startswith("text/html")
+
+
 def test_a_signed_body_that_is_not_an_interaction_is_400_and_writes_nothing(client, slack):
     before = written()
     body = "payload=" + "not json"
@@ -407,3 +451,108 @@ def test_the_open_button_is_a_link_and_its_press_changes_nothing(client, slack):
     assert response.status_code == 200
     assert written() == before
     assert slack.of("chat.postEphemeral") == []
+
+
+# -- the answer waits on one Slack call at most (docs/notifications.md, What happens where) ---------------
+
+
+def press_and_hold(client, payload):
+    """POST a press as Slack does; (the answer, what it left to send after it), the latter not sent yet."""
+    body = form_body(payload)
+    with TestCase.captureOnCommitCallbacks(execute=False) as after:
+        response = client.post(
+            INTERACTIONS_PATH,
+            data=body,
+            content_type="application/x-www-form-urlencoded",
+            **signed_headers(body, SECRET),
+        )
+    return response, after
+
+
+def methods(fake):
+    return sorted(c.method for c in fake.calls)
+
+
+def test_a_stale_press_by_an_approver_found_by_email_answers_after_one_slack_call_and_edits_later(client, slack):
+    approver("bob", email="bob@example.com")
+    slack.emails["UBOB"] = "bob@example.com"
+    approval = request_approval()
+    message = posted(slack, approval)
+    console_decides(approval)
+    slack.calls.clear()
+
+    response, after = press_and_hold(client, button_press(message, "approve", "UBOB"))
+
+    assert response.status_code == 200
+    assert methods(slack) == ["users.info"]
+    for send in after:
+        send()
+    assert methods(slack) == ["chat.postEphemeral", "chat.update", "users.info"]
+    assert slack.of("chat.update")[0].args["ts"] == message.answer["ts"]
+
+
+def test_an_approve_answers_with_no_slack_call_and_its_ephemeral_follows(client, slack):
+    approver("alice", "UALICE")
+    message = posted(slack, request_approval())
+    slack.calls.clear()
+
+    response, after = press_and_hold(client, button_press(message, "approve", "UALICE"))
+
+    assert response.status_code == 200
+    assert slack.calls == []
+    for send in after:
+        send()
+    assert ephemerals(slack, "UALICE") == ["You approved it: the run goes on."]
+
+
+def test_a_deny_by_an_unlinked_member_opens_the_dialog_and_the_submission_looks_them_up(client, slack):
+    bob = approver("bob", email="bob@example.com")
+    slack.emails["UBOB"] = "bob@example.com"
+    approval = request_approval()
+    message = posted(slack, approval)
+    slack.calls.clear()
+
+    pressed, _ = press_and_hold(client, button_press(message, "deny", "UBOB"))
+    assert (pressed.status_code, methods(slack)) == (200, ["views.open"])
+    submitted, _ = press_and_hold(client, deny_submission(slack.of("views.open")[0], "UBOB", "too much"))
+
+    assert submitted.status_code == 200
+    assert methods(slack) == ["users.info", "views.open"]
+    assert Approval.objects.get(pk=approval.pk).decided_by == "user:bob"
+    assert SlackIdentity.objects.get(slack_user_id="UBOB").user == bob
+
+
+def test_a_deny_submission_by_a_stranger_is_refused_in_the_dialog_and_writes_nothing(client, slack):
+    approver("alice", "UALICE")
+    slack.emails["USTRANGER"] = "stranger@elsewhere.example"
+    message = posted(slack, request_approval())
+    press(client, slack, message, "deny", "USTRANGER")
+    before = written()
+
+    response = post_interaction(client, deny_submission(slack.of("views.open")[0], "USTRANGER", "no"), SECRET)
+
+    assert response.json()["response_action"] == "errors"
+    assert "not linked" in response.json()["errors"]["reason"]
+    assert written() == before
+
+
+def test_the_one_slack_call_of_a_press_is_bounded_well_inside_slacks_three_seconds_and_never_retried(settings):
+    settings.SLACK_BOT_TOKEN, settings.SLACK_API_URL = "xoxb-x", "http://127.0.0.1:9/api/"
+    bounded = slack_client.interactive_client()
+
+    assert bounded.timeout <= slack_client.SLACK_ANSWER_BUDGET / 2
+    assert bounded.retry_handlers == []
+
+
+def test_a_users_info_slower_than_the_bound_leaves_the_presser_unrecognised_and_decides_nothing(client, slack):
+    approver("bob", email="bob@example.com")
+    slack.emails["UBOB"] = "bob@example.com"
+    slack.delays["users.info"] = slack_client.INTERACTIVE_TIMEOUT + 0.5
+    message = posted(slack, request_approval())
+    before = written()
+
+    response = press(client, slack, message, "approve", "UBOB")
+
+    assert response.status_code == 200
+    assert written() == before
+    assert "not linked" in ephemerals(slack, "UBOB")[0]
