@@ -106,6 +106,10 @@ def check(cap: email_links.Capability) -> Ready:
     if user is None or approval is None:
         raise Refusal(404, "Link not found", "This approval or its approver no longer exists.")
     principal = for_user(user)
+    # Before anything about the approval: a deactivated approver, or one who lost the role, learns
+    # nothing from an old link, not even whether and by whom it was decided.
+    if not principal.can(Role.APPROVER, approval.scope):
+        raise Refusal(403, "You may not decide this", LOST["forbidden"])
     _check_used(principal, approval)
     now = timezone.now()
     if cap.expired(now) or (approval.expires_at is not None and approval.expires_at <= now):
@@ -131,8 +135,6 @@ def _check_used(principal: Principal, approval: Approval) -> None:
 
 
 def _check_allowed(principal: Principal, approval: Approval, live: Suspension) -> None:
-    if not principal.can(Role.APPROVER, approval.scope):
-        raise Refusal(403, "You may not decide this", LOST["forbidden"])
     if live.correlation_id:
         raise Refusal(403, "Decided elsewhere", LOST["wrong_gate"])
     try:

@@ -125,6 +125,23 @@ def test_a_link_whose_approver_lost_the_role_or_asked_for_the_approval_is_refuse
     assert snapshot() == before
 
 
+def test_a_deactivated_approvers_old_link_reveals_neither_the_outcome_nor_who_decided():
+    alice, bob = approver(), approver("bob")
+    approval = approval_pause()
+    url = link(alice, approval)
+    Client().post(link(bob, approval), {"reason": "bob says yes"})
+    alice.is_active = False
+    alice.save(update_fields=["is_active"])
+    before = snapshot()
+
+    for send in (Client().get, Client().post):
+        page = send(url)
+        refused(page, 403, "approver role")
+        text = page.content.decode()
+        assert "bob" not in text and "approved" not in text.lower() and "Already decided" not in text
+    assert snapshot() == before
+
+
 def test_a_tampered_token_is_a_404_page():
     alice, approval = approver(), approval_pause()
     url = link(alice, approval)
