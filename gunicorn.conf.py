@@ -4,9 +4,12 @@ Every value comes from the environment with a default that suits one
 machine behind a proxy (README, "Running in production").
 """
 
+import logging
 import os
 import re
 from pathlib import Path
+
+from gunicorn.glogging import Logger
 
 
 def _count(name: str, default: int) -> int:
@@ -54,6 +57,29 @@ forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1"
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+
+
+class _RedactCapabilities(logging.Filter):
+    """gunicorn's "Error handling request <uri>" names the path: an email link's or a callback's token
+    is redacted as in the service's own lines (docs/deploy.md, "Logs")."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from suspensions.observability import redact
+
+        record.msg, record.args = redact.text(record.getMessage()), ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact.text(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+class RedactingLogger(Logger):
+    def setup(self, cfg: object) -> None:
+        super().setup(cfg)
+        for handler in self.error_log.handlers:
+            handler.addFilter(_RedactCapabilities())
+
+
+logger_class = RedactingLogger
 
 
 def child_exit(server: object, worker: object) -> None:

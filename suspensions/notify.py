@@ -25,7 +25,7 @@ from django.core.mail import EmailMultiAlternatives, get_connection
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from . import email_links
+from . import display, email_links
 from .models import Approval, ApprovalStatus, Run, Suspension
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,11 @@ def deadline_text(approval: Approval) -> str:
 
 
 def calls_of(approval: Approval) -> list[tuple[str, str]]:
-    """(tool name, arguments truncated to ARGUMENT_CHARS) of each pending call, in order."""
+    """(tool name, arguments truncated to ARGUMENT_CHARS) of each pending call, in order, each on one line.
+
+    Both are the engine's text: a line break in either (a name stored before the API refused them,
+    JSON's whitespace between values) is shown escaped, never as a line of the message (display.py).
+    """
     try:
         calls = json.loads(approval.pending or "[]")
     except ValueError:
@@ -102,7 +106,8 @@ def calls_of(approval: Approval) -> list[tuple[str, str]]:
         arguments = call.get("arguments", "")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        out.append((str(call.get("name", "?")), truncate(arguments, ARGUMENT_CHARS)))
+        name = display.escaped(str(call.get("name", "?")))
+        out.append((name, truncate(display.escaped(arguments), ARGUMENT_CHARS)))
     return out
 
 
@@ -117,14 +122,14 @@ def render(approval: Approval, *, kind: str = "request", links: dict[str, str] |
     confirmation page, nothing is decided by opening it.
     """
     calls = calls_of(approval)
-    agent = approval.agent_id or "an agent"
+    agent = display.escaped(approval.agent_id or "an agent")
     tools = ", ".join(dict.fromkeys(name for name, _ in calls)) or "a tool"
     # A header may not hold a line break: agent ids and tool names are the engine's text.
     subject = " ".join(f"{PREFIXES[kind]}Approval needed: {agent} wants to call {tools}".split())
     subject = truncate(subject, SUBJECT_CHARS)
     deadline, link = deadline_text(approval), console_link(approval)
     lead = LEADS[kind]
-    text_lines = [lead, "", f"Agent: {agent}", f"Scope: {approval.scope}", "Calls:"]
+    text_lines = [lead, "", f"Agent: {agent}", f"Scope: {display.escaped(approval.scope)}", "Calls:"]
     text_lines += [f"  {name}({arguments})" for name, arguments in calls]
     text_lines += ["", f"Deadline: {deadline}"]
     if links:

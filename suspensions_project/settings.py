@@ -452,7 +452,11 @@ LOGGING = {
     },
     "formatters": {
         "json": {"()": "suspensions.observability.logs.JsonFormatter"},
-        "text": {"format": f"%(asctime)s {LOG_NAME:<6} %(levelname)s %(name)s: %(message)s", "datefmt": "%H:%M:%S"},
+        "text": {
+            "()": "suspensions.observability.logs.TextFormatter",
+            "fmt": f"%(asctime)s {LOG_NAME:<6} %(levelname)s %(name)s: %(message)s",
+            "datefmt": "%H:%M:%S",
+        },
     },
     "handlers": _HANDLERS,
     "root": {"handlers": list(_HANDLERS), "level": LOG_LEVEL},

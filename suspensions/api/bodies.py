@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .. import policies, strictjson, tags
+from .. import display, policies, strictjson, tags
 from ..models import Reason
 from ..strictjson import MAX_SAFE_INTEGER
 from . import serializers
@@ -79,6 +79,13 @@ def _text(value: Any, *, blank: bool = False, max_length: int | None = None, tri
         _ok(value == value.strip())
     _ok(max_length is None or len(value) <= max_length)
     return value  # type: ignore[no-any-return]
+
+
+def _shown(value: Any, *, blank: bool = False, max_length: int | None = None, trimmed: bool = True) -> str:
+    """A name or id a person is shown (fields.ShownStr): a string field without control characters."""
+    text = _text(value, blank=blank, max_length=max_length, trimmed=trimmed)
+    _ok(not display.has_control(text))
+    return text
 
 
 def _json_text(value: Any, *, max_length: int | None = None) -> str:
@@ -153,7 +160,7 @@ def _continuation(value: Any) -> None:
     for m in messages:
         _message(m)
     _text(c["system_prompt"], blank=True, trimmed=False)
-    _text(c["session_id"], blank=True, trimmed=False)
+    _shown(c["session_id"], blank=True, trimmed=False)
     _int(c["step_index"], 0)
     _int(c["tokens_used"], 0)
     _ok(_int(c["new_messages_from"], 0) <= len(messages))
@@ -175,11 +182,11 @@ def _continuation(value: Any) -> None:
 def _pending_call(value: Any) -> dict[str, Any]:
     call = _object(value, PENDING_KEYS)
     _ok("id" in call and "name" in call and "arguments" in call)
-    _text(call["id"], max_length=200)
-    _ok("," not in _text(call["name"], max_length=200))
+    _shown(call["id"], max_length=200)
+    _ok("," not in _shown(call["name"], max_length=200))
     arguments = _json_text(call["arguments"])
     if "reply_with" in call:
-        _text(call["reply_with"], max_length=200)
+        _shown(call["reply_with"], max_length=200)
     if "editable" in call:
         _ok(type(call["editable"]) is bool)
     if "arguments_schema" in call:
@@ -243,7 +250,7 @@ def resume(data: Any) -> dict[str, Any]:
     for result in results:
         r = _object(result, RESULT_KEYS)
         _ok("call_id" in r and ("content" in r) != ("error" in r))
-        _text(r["call_id"], max_length=200)
+        _shown(r["call_id"], max_length=200)
         if "error" in r:
             _text(r["error"], trimmed=False)
     return {"version": _version(body["version"]), "results": results}
@@ -265,7 +272,7 @@ def decide(data: Any) -> dict[str, Any]:
         for edited in calls:
             e = _object(edited, frozenset({"id", "arguments"}))
             _ok(len(e) == 2)
-            _text(e["id"], max_length=200)
+            _shown(e["id"], max_length=200)
             _json_text(e["arguments"])
         out["calls"] = calls
     _ok(decision != "deny" or out.get("reason", "").strip() != "")
@@ -278,11 +285,11 @@ def decide(data: Any) -> dict[str, Any]:
 def register(data: Any) -> dict[str, Any]:
     body = _object(data, frozenset({"agent_id", "scope", "session_id", "tags"}))
     _ok("agent_id" in body)
-    out: dict[str, Any] = {"agent_id": _text(body["agent_id"], max_length=200), "session_id": ""}
+    out: dict[str, Any] = {"agent_id": _shown(body["agent_id"], max_length=200), "session_id": ""}
     if "scope" in body:
         out["scope"] = _text(body["scope"], max_length=192)
     if "session_id" in body:
-        out["session_id"] = _text(body["session_id"], blank=True, max_length=200)
+        out["session_id"] = _shown(body["session_id"], blank=True, max_length=200)
     if "tags" in body:
         out["tags"] = _tags(body["tags"])
     return out

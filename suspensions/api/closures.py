@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from .. import digests, presenters, services
 from . import docs
 from .authentication import principal_of
-from .fields import StrictInt, StrictStr
+from .fields import ShownStr, StrictInt, StrictStr
 from .serializers import ClaimVersion, Strict
 from .shapes import ClosureReceiptOut
 from .views import created, validated, version_of
@@ -49,9 +49,9 @@ class Close(Strict):
     admission_digest = digest_field("The latest admission's `request_digest`.")
     start_digest = digest_field("The latest admission's start receipt `digest`.")
     run_revision = StrictInt(min_value=1, help_text="The run's current `revision`.")
-    issuer = StrictStr(max_length=200, help_text="Who issued the proof (a runbook, a tool).")
-    issuer_revision = StrictStr(max_length=200, help_text="The issuer's version.")
-    proof_ref = StrictStr(max_length=2000, help_text="Where the proof is (an incident, a log link).")
+    issuer = ShownStr(max_length=200, help_text="Who issued the proof (a runbook, a tool).")
+    issuer_revision = ShownStr(max_length=200, help_text="The issuer's version.")
+    proof_ref = ShownStr(max_length=2000, help_text="Where the proof is (an incident, a log link).")
     proof_digest = digest_field("Lowercase hex SHA-256 of the proof.")
     observed_at = AwareDateTime(help_text="When the proof was observed; not after now. RFC 3339 with an offset.")
     expires_at = AwareDateTime(help_text="Until when the proof holds; after now and after `observed_at`.")

@@ -4,7 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .. import strictjson, tags
+from .. import display, strictjson, tags
 from ..strictjson import MAX_SAFE_INTEGER
 
 
@@ -26,6 +26,15 @@ class StrictStr(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class ShownStr(StrictStr):
+    """A name or id a person is shown (a tool name, an agent id): no control characters (suspensions/display.py)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, str) and display.has_control(data):
+            raise serializers.ValidationError(display.RULE)
         return super().to_internal_value(data)
 
 

@@ -12,7 +12,7 @@ from .. import presenters, services
 from ..models import Reason
 from . import docs
 from .authentication import principal_of
-from .fields import AnyJSON, JSONObject, StrictInt, StrictStr, Tags
+from .fields import AnyJSON, JSONObject, ShownStr, StrictInt, StrictStr, Tags
 from .idempotency import idempotent
 from .serializers import Strict
 from .shapes import ClaimedOut, ParkedWaitOut
@@ -20,8 +20,9 @@ from .views import created, validated
 
 
 def part(max_length: int = 200, **options: Any) -> StrictStr:
-    # Envelope parts are key material: a trimmed space would be another key.
-    return StrictStr(max_length=max_length, trim_whitespace=False, **options)
+    # Envelope parts are key material: a trimmed space would be another key. They name the wait to a
+    # person too (its agent is `pack/flow`): no control characters (suspensions/display.py).
+    return ShownStr(max_length=max_length, trim_whitespace=False, **options)
 
 
 def optional_part(max_length: int = 200) -> StrictStr:

@@ -12,7 +12,7 @@ from ..models import NotificationChannel, Reason, WebhookFormat
 from ..services.early import MAX_TTL as EARLY_MAX_TTL
 from ..services.notifications import ROUTE_EVENT_TYPES
 from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
-from .fields import AnyJSON, JSONObject, JSONText, StrictBool, StrictFloat, StrictInt, StrictStr, Tags
+from .fields import AnyJSON, JSONObject, JSONText, ShownStr, StrictBool, StrictFloat, StrictInt, StrictStr, Tags
 
 MAX_TTL = 10 * 365 * 86400
 
@@ -30,14 +30,14 @@ class Strict(serializers.Serializer):
 
 
 class RegisterRun(Strict):
-    agent_id = StrictStr(max_length=200, help_text="Your agent's name.")
+    agent_id = ShownStr(max_length=200, help_text="Your agent's name.")
     scope = StrictStr(
         max_length=192,
         required=False,
         help_text="`workspace[/project[/team]]`, within the token's scope; may be left out when the token holds "
         "`engine` in exactly one scope.",
     )
-    session_id = StrictStr(
+    session_id = ShownStr(
         max_length=200, required=False, allow_blank=True, default="", help_text="Your session id; may be empty."
     )
     tags = Tags()
@@ -95,7 +95,7 @@ class Continuation(Strict):
         help_text="0..len(messages): where this run's own messages begin; the ones before it are loaded "
         "history the engine must not save again.",
     )
-    session_id = StrictStr(allow_blank=True, help_text="May be empty.")
+    session_id = ShownStr(allow_blank=True, help_text="May be empty.")
     config = RunConfig(help_text="The run's configuration; may be `{}`.")
     tool_results = serializers.ListField(child=AnyJSON(), required=False)
     schema_version = StrictInt(required=False, min_value=0)
@@ -119,10 +119,10 @@ class Continuation(Strict):
 
 
 class PendingCall(Strict):
-    id = StrictStr(max_length=200)
-    name = StrictStr(max_length=200)
+    id = ShownStr(max_length=200)
+    name = ShownStr(max_length=200)
     arguments = JSONText()
-    reply_with = StrictStr(max_length=200, required=False)
+    reply_with = ShownStr(max_length=200, required=False)
     arguments_schema = JSONObject(
         required=False, help_text="Approval pauses: a JSON Schema (draft 2020-12) that edited arguments must match."
     )
@@ -194,7 +194,7 @@ class Suspend(Strict):
     continuation = Continuation()
     ttl_seconds = StrictInt(required=False, min_value=0, max_value=MAX_TTL)
     approval = ApprovalPolicy(required=False, help_text="Approval pauses: quorum, separation of duties, on expiry.")
-    engine_version = StrictStr(
+    engine_version = ShownStr(
         required=False,
         max_length=200,
         trim_whitespace=False,
@@ -248,7 +248,7 @@ class ClaimVersion(Strict):
 class Result(Strict):
     """One pending call's result: `content` or `error`, not both."""
 
-    call_id = StrictStr(max_length=200, help_text="The pending call's `id`.")
+    call_id = ShownStr(max_length=200, help_text="The pending call's `id`.")
     content = AnyJSON(required=False, allow_null=True, help_text="What the tool returned: any JSON.")
     error = StrictStr(required=False, trim_whitespace=False, help_text="Why the tool failed.")
 
@@ -266,7 +266,7 @@ class Result(Strict):
 class DriftGuard(Strict):
     """The version-drift guard of a resume or start (DESIGN §22); not part of the request digest."""
 
-    engine_version = StrictStr(
+    engine_version = ShownStr(
         required=False,
         max_length=200,
         trim_whitespace=False,
@@ -290,7 +290,7 @@ class Resume(DriftGuard):
 class KeepEarlyResult(Strict):
     """A tool result that may come before its pause (DESIGN §22)."""
 
-    call_id = StrictStr(max_length=200, help_text="The id the pending call will have.")
+    call_id = ShownStr(max_length=200, help_text="The id the pending call will have.")
     content = AnyJSON(allow_null=True, help_text="What the tool returned: any JSON, as in a one-shot resume.")
     ttl_seconds = StrictInt(
         required=False,
@@ -318,11 +318,11 @@ class Admit(Strict):
     input = JSONText(
         help_text='The reply: a string holding JSON (e.g. "{\\"answer\\": 12}"), not an object; kept byte for byte.'
     )
-    reply_with = StrictStr(max_length=200, help_text="The pending call's `reply_with`: the question this answers.")
+    reply_with = ShownStr(max_length=200, help_text="The pending call's `reply_with`: the question this answers.")
 
 
 class EditedCall(Strict):
-    id = StrictStr(max_length=200)
+    id = ShownStr(max_length=200)
     arguments = JSONText(help_text="The edited arguments: a string holding JSON, like a pending call's.")
 
 

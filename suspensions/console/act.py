@@ -9,7 +9,9 @@ a 4xx status, and is found before the first write: a used link (its approver
 voted, or the approval was decided), an expired one, a stale one (the pause
 moved on since the email), one whose approver may not decide (any more). A
 tampered token is a plain 404. With EMAIL_LINKS_REQUIRE_LOGIN the approver
-signs in first, and only the token's approver may use it.
+signs in first, and only the token's approver may use it: the token waits in
+the session meanwhile, never in the sign-in page's `next` (a URL that proxies
+log), and `/console/act/` takes the approver back to the link's page.
 """
 
 from dataclasses import dataclass
@@ -19,13 +21,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods
 
-from .. import email_links, notify, services
+from .. import display, email_links, notify, services
 from ..exceptions import SeparationOfDuties, ServiceError
 from ..models import Approval, ApprovalStatus, ApprovalVote, Role, Run, Suspension
 from ..principals import Principal, for_user
@@ -34,6 +36,8 @@ from .approvals import LOST, outcome
 from .forms import MAX_TEXT
 
 TEMPLATE = "console/act.html"
+# The link an approver opened before signing in (EMAIL_LINKS_REQUIRE_LOGIN), until `resume` takes them back to it.
+WAITING_LINK = "suspensions.email_link"
 TITLES = {
     "approve": "Approve this request?",
     "deny": "Deny this request?",
@@ -64,7 +68,8 @@ def act(request: HttpRequest, token: str) -> HttpResponse:
         return _page(request, None, Refusal(404, "Link not found", "This link is not valid. Open the console instead."))
     if settings.EMAIL_LINKS_REQUIRE_LOGIN:
         if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
+            request.session[WAITING_LINK] = token
+            return redirect_to_login(reverse("console:act_resume"))
         if request.user.pk != cap.user_id:
             text = f"This link was sent to another approver; you are signed in as {request.user.get_username()}."
             return _page(request, None, Refusal(403, "Not your link", text))
@@ -75,6 +80,17 @@ def act(request: HttpRequest, token: str) -> HttpResponse:
     if request.method == "GET":
         return _page(request, ready)
     return _post(request, ready)
+
+
+@require_http_methods(["GET"])
+def resume(request: HttpRequest) -> HttpResponse:
+    """After the sign-in: back to the link the approver opened, whose token the session kept."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.path)
+    token = request.session.pop(WAITING_LINK, None)
+    if not isinstance(token, str):
+        return redirect("console:inbox")
+    return redirect("console:act", token)
 
 
 def _post(request: HttpRequest, ready: Ready) -> HttpResponse:
@@ -106,6 +122,10 @@ def check(cap: email_links.Capability) -> Ready:
     if user is None or approval is None:
         raise Refusal(404, "Link not found", "This approval or its approver no longer exists.")
     principal = for_user(user)
+    # Before anything about the approval: a deactivated approver, or one who lost the role, learns
+    # nothing from an old link, not even whether and by whom it was decided.
+    if not principal.can(Role.APPROVER, approval.scope):
+        raise Refusal(403, "You may not decide this", LOST["forbidden"])
     _check_used(principal, approval)
     now = timezone.now()
     if cap.expired(now) or (approval.expires_at is not None and approval.expires_at <= now):
@@ -131,8 +151,6 @@ def _check_used(principal: Principal, approval: Approval) -> None:
 
 
 def _check_allowed(principal: Principal, approval: Approval, live: Suspension) -> None:
-    if not principal.can(Role.APPROVER, approval.scope):
-        raise Refusal(403, "You may not decide this", LOST["forbidden"])
     if live.correlation_id:
         raise Refusal(403, "Decided elsewhere", LOST["wrong_gate"])
     try:
@@ -159,7 +177,7 @@ def _page(
             "decision": ready.cap.decision,
             "title": TITLES[ready.cap.decision],
             "approval": approval,
-            "agent": approval.agent_id or "an agent",
+            "agent": display.escaped(approval.agent_id or "an agent"),
             "calls": notify.calls_of(approval),
             "deadline": notify.deadline_text(approval),
             "approver": ready.principal.name.removeprefix("user:"),

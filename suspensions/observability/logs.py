@@ -5,8 +5,10 @@ so every record (Django's, Celery's, ours) leaves with the request id, the
 principal and the run id of the request or task that wrote it.
 
 What is never logged: request bodies, headers, query strings, token secrets,
-passwords, decision tokens. Lines name a principal by its name (`token:<name>`,
-`user:<username>`), a token by nothing at all.
+passwords, decision tokens, the capability in an email link's or a callback
+URL's path (both formatters pass every line through redact.text). Lines name
+a principal by its name (`token:<name>`, `user:<username>`), a token by
+nothing at all.
 """
 
 import logging
@@ -17,7 +19,7 @@ from django.db import transaction
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter as BaseJsonFormatter
 
-from . import context
+from . import context, redact
 
 # A line holds none of the caller's file, line or function, nor the thread's or
 # process's name: the logging HOWTO's "Optimization" switches spare every record
@@ -78,6 +80,16 @@ class JsonFormatter(BaseJsonFormatter):
         # Django's request records carry the request object and the socket: their repr says nothing useful.
         kwargs.setdefault("reserved_attrs", [*RESERVED_ATTRS, "request", "server_time"])
         super().__init__(**kwargs)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact.text(super().format(record))
+
+
+class TextFormatter(logging.Formatter):
+    """`make run`'s terminal lines: logging's own format, capability paths redacted like the JSON lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact.text(super().format(record))
 
 
 class EventLike(Protocol):

@@ -9,7 +9,7 @@ from django.core.signals import request_finished
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 
-from . import context, logs, metrics
+from . import context, logs, metrics, redact
 
 HEADER = "X-Request-ID"
 META_KEY = "HTTP_X_REQUEST_ID"  # the header in WSGI's environ: request.headers would build the whole header map
@@ -41,7 +41,11 @@ class RequestObservabilityMiddleware:
         route = route_of(request)
         metrics.request_answered(route=route, method=request.method or "", status=response.status_code, seconds=seconds)
         logs.request_finished(
-            method=request.method or "", path=request.path, route=route, status=response.status_code, seconds=seconds
+            method=request.method or "",
+            path=redact.path(request.path),
+            route=route,
+            status=response.status_code,
+            seconds=seconds,
         )
         return response
 

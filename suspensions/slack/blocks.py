@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from .. import strictjson
+from .. import display, strictjson
 from ..models import Approval, ApprovalStatus
 from ..notify import calls_of, console_link, deadline_text, truncate
 from ..presenters import slack_escape
@@ -59,7 +59,7 @@ def parse_value(value: str) -> Pressed:
 def _summary(approval: Approval) -> list[dict[str, Any]]:
     """The agent, scope, deadline, tags (when the pause has them) and each call with its arguments."""
     lines = [
-        f"*Agent:* {slack_escape(approval.agent_id or 'an agent')}",
+        f"*Agent:* {slack_escape(display.escaped(approval.agent_id or 'an agent'))}",
         f"*Scope:* {slack_escape(approval.scope)}",
         f"*Deadline:* {deadline_text(approval)}",
     ]
@@ -97,7 +97,7 @@ def request_message(approval: Approval, *, run_revision: int, kind: str = "reque
     ]
     header = HEADERS.get(kind, HEADERS["request"])
     blocks = [_header(header), *_summary(approval), {"type": "actions", "block_id": "decide", "elements": buttons}]
-    agent = slack_escape(approval.agent_id or "an agent")
+    agent = slack_escape(display.escaped(approval.agent_id or "an agent"))
     return {"text": f"{header}: {agent} wants to call {slack_escape(_tools(approval))}", "blocks": blocks}
 
 
@@ -110,7 +110,7 @@ def decided_message(approval: Approval) -> dict[str, Any]:
         line += f": {slack_escape(truncate(approval.note, 500))}"
     link = f"<{console_link(approval)}|Open in the console>"
     blocks = [_section(line), *_summary(approval), {"type": "context", "elements": [_mrkdwn(link)]}]
-    agent = slack_escape(approval.agent_id or "an agent")
+    agent = slack_escape(display.escaped(approval.agent_id or "an agent"))
     return {"text": f"{outcome}{who}: {agent} asked to call {slack_escape(_tools(approval))}", "blocks": blocks}
 
 

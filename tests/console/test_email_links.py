@@ -125,6 +125,23 @@ def test_a_link_whose_approver_lost_the_role_or_asked_for_the_approval_is_refuse
     assert snapshot() == before
 
 
+def test_a_deactivated_approvers_old_link_reveals_neither_the_outcome_nor_who_decided():
+    alice, bob = approver(), approver("bob")
+    approval = approval_pause()
+    url = link(alice, approval)
+    Client().post(link(bob, approval), {"reason": "bob says yes"})
+    alice.is_active = False
+    alice.save(update_fields=["is_active"])
+    before = snapshot()
+
+    for send in (Client().get, Client().post):
+        page = send(url)
+        refused(page, 403, "approver role")
+        text = page.content.decode()
+        assert "bob" not in text and "approved" not in text.lower() and "Already decided" not in text
+    assert snapshot() == before
+
+
 def test_a_tampered_token_is_a_404_page():
     alice, approval = approver(), approval_pause()
     url = link(alice, approval)
@@ -173,6 +190,7 @@ def test_with_login_required_the_link_asks_for_a_sign_in_and_only_its_approver_m
     anonymous = Client().get(url)
     assert anonymous.status_code == 302
     assert anonymous["Location"].startswith(reverse("console:login") + "?next=")
+    assert url.removeprefix("/console/act/")[:12] not in anonymous["Location"]
 
     as_bob = Client()
     as_bob.force_login(bob)
@@ -185,6 +203,27 @@ def test_with_login_required_the_link_asks_for_a_sign_in_and_only_its_approver_m
     assert as_alice.get(url).status_code == 200
     assert as_alice.post(url).status_code == 200
     assert Approval.objects.get(pk=approval.pk).status == "approved"
+
+
+def test_with_login_required_the_sign_in_next_holds_no_token_and_brings_the_approver_back_to_the_link(settings):
+    settings.EMAIL_LINKS_REQUIRE_LOGIN = True
+    alice, approval = approver(), approval_pause()
+    url = link(alice, approval)
+    browser = Client()
+
+    to_login = browser.get(url)
+    login_url = to_login["Location"]
+    assert login_url == reverse("console:login") + "?next=" + reverse("console:act_resume")
+    signed_in = browser.post(login_url, {"username": "alice", "password": "pw"})
+    assert signed_in.status_code == 302 and signed_in["Location"] == reverse("console:act_resume")
+    back = browser.get(signed_in["Location"])
+    assert back.status_code == 302 and back["Location"] == url
+    page = browser.get(url)
+    assert page.status_code == 200 and "Approve this request?" in page.content.decode()
+    assert browser.post(url).status_code == 200
+    assert Approval.objects.get(pk=approval.pk).status == "approved"
+    # The session kept the link only until it was used to come back.
+    assert browser.get(reverse("console:act_resume"))["Location"] == reverse("console:inbox")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -604,3 +604,36 @@ def test_gunicorn_s_own_lines_keep_their_process_id_through_a_graceful_stop(tmp_
     worker_exit = re.search(r"\[(\d+)\] \[INFO\] Worker exiting \(pid: (\d+)\)", log)
     assert worker_exit is not None, log[-3000:]
     assert worker_exit.group(1) == worker_exit.group(2)  # the worker's own pid, in gunicorn's format
+
+
+def test_no_line_of_the_configured_handler_holds_an_email_link_or_a_callback_token(engine, json_lines):
+    """docs/deploy.md, "Logs": the access line, Django's 404 warning and a CSRF refusal redact the capability."""
+    from suspensions import email_links
+    from tests.helpers import approval_pause, member
+
+    alice = member("alice", {"acme/support": ["approver"]}, is_staff=True)
+    approval = approval_pause()
+    link = email_links.links(
+        user_id=alice.pk,
+        approval_id=approval.pk,
+        run_id=approval.run_id,
+        revision=2,
+        deadline=approval.expires_at,
+        now=db_now(),
+    )["approve"].removeprefix(settings.CONSOLE_BASE_URL)
+    assert Client().get(link).status_code == 200
+    assert Client(enforce_csrf_checks=True).post(link).status_code == 403  # django.security.csrf's warning
+    assert Client().get(link + "x").status_code == 404  # django.request's "Not Found: <path>"
+    callback = "/api/v1/callbacks/" + "c" * 40
+    assert engine.post(callback, {}, format="json").status_code == 404
+
+    text = "\n".join(json.dumps(line) for line in json_lines())
+    assert link.removeprefix("/console/act/")[:16] not in text and "c" * 40 not in text
+    assert "Not Found: /console/act/<redacted>" in text and "Not Found: /api/v1/callbacks/<redacted>" in text
+    assert "Forbidden (CSRF cookie not set.): /console/act/<redacted>" in text
+    assert [line["path"] for line in json_lines() if line["logger"] == "suspensions.requests"] == [
+        "/console/act/<redacted>",
+        "/console/act/<redacted>",
+        "/console/act/<redacted>",
+        "/api/v1/callbacks/<redacted>",
+    ]
