@@ -82,8 +82,8 @@ AUDIT_KEY_LINE = AUDIT_SIGNING_KEY=$$(python3 -c 'import base64, os; print(base6
 		echo "DATA_ENCRYPTION_KEYS=$$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"; \
 		echo "$(AUDIT_KEY_LINE)"; } > .env
 
-# One Ctrl-C stops all: bin/supervise.py starts PostgreSQL, runs migrate and seed_demo, then web, worker
-# and beat; it sends each of these one SIGTERM, waits for it, and stops PostgreSQL last.
+# One Ctrl-C stops all: bin/supervise.py starts PostgreSQL, runs migrate and seed_demo, then web, worker,
+# sweeper (the expiry sweep's own worker: a slow delivery never holds it, docs/deploy.md) and beat; it sends each of these one SIGTERM, waits for it, and stops PostgreSQL last.
 # The terminal is for people: short lines (warnings, errors, one per request; TERMINAL_LOG_LEVEL=INFO
 # for more), no banners; the JSON logs go to var/log/<process>.log. Once the web answers, the login,
 # the token and the demo's links are printed last; `make creds` prints them again.
@@ -100,7 +100,8 @@ run: install-runtime .env
 		--first "$(PY) manage.py migrate --noinput -v0" \
 		--first "$(PY) manage.py seed_demo -v0 --credentials var/credentials.txt" \
 		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload --skip-checks" \
-		worker ".venv/bin/celery -A suspensions_project --quiet worker -Q celery,fanout,delivery --concurrency 1" \
+		worker ".venv/bin/celery -A suspensions_project --quiet worker -Q celery,fanout,delivery --concurrency 1 -n worker@%h" \
+		sweeper ".venv/bin/celery -A suspensions_project --quiet worker -Q sweep --concurrency 1 -n sweeper@%h" \
 		beat ".venv/bin/celery -A suspensions_project --quiet beat --schedule var/celerybeat-schedule" \
 		--ready http://127.0.0.1:$(PORT)/healthz --then "cat var/credentials.txt"
 

@@ -39,7 +39,7 @@ def celery_worker(
     command += [
         "--beat",
         "-Q",
-        "celery,fanout,delivery",
+        "sweep,celery,fanout,delivery",
         "--concurrency",
         str(concurrency),
         "--loglevel",

@@ -1,10 +1,18 @@
-"""Liveness and readiness probes."""
+"""Liveness and readiness probes.
+
+Readiness means "this node can serve": its database and its broker answer.
+The sweep's heartbeat is not part of it: a stuck sweep worker would take every
+web node out of the load balancer at once, though each could serve (issue 50,
+item 11). Its staleness goes to /metrics (suspensions_sweep_stale) and to
+`manage.py sweep_health`, the sweep worker's own health check (docs/deploy.md,
+"The sweep's worker").
+"""
 
 import threading
 import time
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from kombu import Connection
 
@@ -13,11 +21,6 @@ from .observability import heartbeat
 # A broker that is down costs a connect timeout; probes come every few seconds
 # from several balancers, so one check per process serves them all for this long.
 BROKER_CHECK_SECONDS = 5.0
-# A sweep is due every SWEEP_INTERVAL_SECONDS; this many missed in a row means the beat or the workers are gone.
-MISSED_SWEEPS = 3
-# The grace after a first deploy (no sweep ever succeeded) runs from this process's start,
-# as near as the URLconf's first import (the first request) can tell it.
-STARTED = time.monotonic()
 
 _broker_lock = threading.Lock()
 _broker_seen: tuple[str, float, str] | None = None  # (broker URL, checked at, result)
@@ -28,9 +31,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 def readyz(request: HttpRequest) -> JsonResponse:
+    """Ready when the database and the broker answer; `sweep` is shown for people and never decides readiness."""
     checks = {"database": database_status(), "broker": broker_status()}
-    checks["sweep"], sweep_ready = sweep_status() if checks["database"] == "ok" else ("unknown", True)
-    ready = checks["database"] == "ok" and checks["broker"] == "ok" and sweep_ready
+    checks["sweep"] = heartbeat.status()[0] if checks["database"] == "ok" else "unknown"
+    ready = checks["database"] == "ok" and checks["broker"] == "ok"
     response = JsonResponse({"status": "ready" if ready else "unavailable", **checks}, status=200 if ready else 503)
     if not ready:
         response["Retry-After"] = "5"
@@ -79,23 +83,3 @@ def _check_broker(url: str) -> str:
         return "ok"
     except Exception as exc:  # noqa: BLE001
         return f"down: {exc.__class__.__name__}"
-
-
-def sweep_status() -> tuple[str, bool]:
-    """(what /readyz shows, whether it is ready): stale past MISSED_SWEEPS intervals without a success.
-
-    No sweep ever (a first deploy) reads "never" and stays ready for the same
-    MISSED_SWEEPS intervals after this process started, long enough for the
-    beat's first sweep.
-    """
-    allowed = MISSED_SWEEPS * settings.SWEEP_INTERVAL_SECONDS
-    try:
-        found = heartbeat.last_success()
-    except DatabaseError as exc:
-        return f"down: {exc.__class__.__name__}", False
-    if found is None:
-        return "never", time.monotonic() - STARTED < allowed
-    age = (found[1] - found[0]).total_seconds()
-    if age > allowed:
-        return f"stale: last success {int(age)} s ago", False
-    return "ok", True

@@ -205,14 +205,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 if CELERY_BROKER_URL.startswith("redis://"):
     CELERY_BROKER_TRANSPORT = "suspensions_project.broker:Transport"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
-# Three queues: `celery` for the sweep, reminders and the webhook sweep; `fanout` for fan-outs; `delivery`
-# for webhook deliveries. A worker consumes every queue unless told otherwise (-Q), taking from each in
-# turn, so a backlog of one never holds the others behind it: a queued sweep expires after one interval,
-# and fan-outs must keep making messages while deliveries catch up. To isolate them, run workers with
-# `-Q celery` and `-Q fanout,delivery` (docs/deploy.md).
+# Four queues: `sweep` for the expiry sweep alone; `celery` for reminders, the webhook sweep and the other beat
+# tasks; `fanout` for fan-outs; `delivery` for webhook deliveries. The sweep has a worker of its own
+# (`-Q sweep`, docs/deploy.md, "The sweep's worker"): a worker takes from its queues in turn, but a process busy
+# with one slow delivery takes nothing else, so a sweep that shared processes with push stood behind every
+# delivery task (issue 50, item 11: nine minutes). Other workers take `-Q celery,fanout,delivery`.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = tuple(Queue(name, routing_key=name) for name in ("celery", "fanout", "delivery"))
+CELERY_TASK_QUEUES = tuple(Queue(name, routing_key=name) for name in ("sweep", "celery", "fanout", "delivery"))
 CELERY_TASK_ROUTES = {
+    "suspensions.tasks.sweep_expired": {"queue": "sweep"},
     "suspensions.tasks.fan_out_outbox": {"queue": "fanout"},
     "suspensions.tasks.deliver_endpoint": {"queue": "delivery"},
     # Notifications are deliveries too (approver emails, Slack messages): the same queue, their own tasks.

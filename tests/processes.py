@@ -26,12 +26,15 @@ def child_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL, **extra}
 
 
-def celery_worker(tmp_path: Path, number: int, prefix: str) -> list[str]:
-    """`celery worker --beat` with its own name and beat schedule file, purging what is queued."""
+# Every queue (settings.CELERY_TASK_QUEUES): the sweep's, then the ones docs/deploy.md gives push's workers.
+EVERY_QUEUE = "sweep,celery,fanout,delivery"
+
+
+def celery_worker(tmp_path: Path, number: int, prefix: str, queues: str = EVERY_QUEUE) -> list[str]:
+    """`celery worker --beat` on `queues`, with its own name and beat schedule file, purging what is queued."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}@%h"
     command = [str(Path(sys.executable).parent / "celery"), "-A", "suspensions_project", "worker", "--beat"]
-    # Every queue, named as docs/deploy.md runs them: the sweep's, the fan-out's and the deliveries'.
-    command += ["-Q", "celery,fanout,delivery", "--concurrency", "1", "--loglevel", "info", "--purge", "-n", name]
+    command += ["-Q", queues, "--concurrency", "1", "--loglevel", "info", "--purge", "-n", name]
     return command + ["--schedule", str(tmp_path / f"beat-{number}")]
 
 

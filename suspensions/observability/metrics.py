@@ -215,6 +215,7 @@ class DatabaseGauges(Collector):
 
 def _database_gauges() -> Iterator[Metric]:
     from ..models import Reason, RunState, Suspension, SweepHeartbeat
+    from . import heartbeat
 
     live = GaugeMetricFamily(
         "suspensions_live_pauses",
@@ -249,6 +250,12 @@ def _database_gauges() -> Iterator[Metric]:
         "suspensions_sweep_last_success_timestamp_seconds",
         "Unix time of the last successful sweep; 0 if none ever succeeded.",
         last.timestamp() if last else 0.0,
+    )
+    # What /readyz no longer decides (suspensions/health.py): the alert's input, with `manage.py sweep_health`.
+    yield GaugeMetricFamily(
+        "suspensions_sweep_stale",
+        "1 when no sweep succeeded within three sweep intervals (or none ever did), else 0.",
+        0.0 if heartbeat.status()[1] else 1.0,
     )
 
 

@@ -99,6 +99,7 @@ def claim(
     """
     params: dict[str, Any] = {
         "pending": MessageStatus.PENDING.value,
+        "not_pending": push.NOT_PENDING,
         "lease": float(settings.WEBHOOK_LEASE_SECONDS),
         "limit": limit,
         "in_flight": IN_FLIGHT,

@@ -253,7 +253,10 @@ def test_a_fresh_clone_s_make_run_prints_a_short_terminal_ending_with_the_login_
         worker_log = clone / "var" / "log" / "worker.log"
         attempted = lambda: worker_log.exists() and "webhook attempt" in worker_log.read_text()  # noqa: E731
         wait_for(attempted, "a webhook attempt", seconds=300)
-        wait_for(lambda: "sweep finished" in worker_log.read_text(), "a sweep", seconds=300)  # and the beat's sweep
+        # The beat's sweep ran on the sweep's own worker (its queue, `sweep`), not on push's.
+        sweeper_log = clone / "var" / "log" / "sweeper.log"
+        wait_for(lambda: sweeper_log.exists() and "sweep finished" in sweeper_log.read_text(), "a sweep", seconds=300)
+        assert "sweep finished" not in worker_log.read_text()
         terminal = log.read_text()
         assert "webhook attempt" not in terminal and "sweep" not in terminal
         assert "No hostname was supplied" not in terminal

@@ -2,7 +2,7 @@
 
 Real parts: PgBouncer in transaction mode (4 server connections, round robin; tests/pgbouncer.py)
 in front of this test's database; two gunicorn nodes (each its own master, workers and pools, as
-two hosts would run it) and two Celery workers with their beat (`-Q celery,fanout,delivery`), all
+two hosts would run it) and two Celery workers with their beat (every queue, `-Q sweep,celery,fanout,delivery`), all
 through PgBouncer; Redis as the broker; two webhook receivers.
 
 Resumers and approvers race on the same pauses, half of them on each node: every pause has

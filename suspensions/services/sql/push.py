@@ -1,6 +1,6 @@
 """Push's SQL (DESIGN §14): the fan-out's hold, a delivery batch's claim and its record, one statement each."""
 
-from ...models import DeliveryAttempt, OutboxEvent, WebhookEndpoint, WebhookMessage
+from ...models import DeliveryAttempt, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookMessage
 
 OUTBOX = OutboxEvent._meta.db_table
 
@@ -49,6 +49,14 @@ ATTEMPT = DeliveryAttempt._meta.db_table
 # here, before the send: the attempt row says `in_flight` until the send's outcome replaces it, and a later
 # claim of the message (its lease ran out: the worker died, or overran) turns it into `lost`. Returns what
 # sending needs, the endpoint's columns on every row, in event order, with the database clock.
+#
+# The probe for a run's earlier pending message names pending as "none of the other statuses" (NOT_PENDING), not
+# `status = 'pending'`: that equality matches message_due's predicate, which lets the planner read the probe as a
+# scan of every pending message joined by a filter, re-read for each candidate. On statistics that saw no pending
+# message (ANALYZE at rest, before a backlog; autovacuum late or off) the planner believes message_due empty and
+# takes that plan: 36 million rows filtered, 42 s a claim in the soak (issue 50, item 11). Said this way, only
+# message_run_order can serve the probe, per run, whatever the statistics (tests/push/test_claim_plans.py).
+NOT_PENDING = [status.value for status in MessageStatus if status != MessageStatus.PENDING]
 _CLAIM_SQL = f"""
 WITH c AS (
     SELECT m.id FROM {MESSAGE} m JOIN {ENDPOINT} e ON e.id = m.endpoint_id
@@ -56,7 +64,7 @@ WITH c AS (
       AND NOT EXISTS (
           SELECT 1 FROM {MESSAGE} p
           WHERE p.endpoint_id = m.endpoint_id AND p.run_id = m.run_id AND p.event_id < m.event_id
-            AND p.status = %(pending)s
+            AND p.status <> ALL(%(not_pending)s)
       )
     ORDER BY m.next_attempt_at
     LIMIT %(limit)s
