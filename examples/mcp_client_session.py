@@ -9,11 +9,13 @@ This is what an assistant (a desktop app, an IDE) does through the MCP
 server: it starts `suspensions-mcp` over stdio (the same server its MCP
 configuration would start), calls `request_approval` for a `send_refund`,
 prints the console link, and calls `wait_for_decision` until a person
-decides. Approved: it runs the refund with the arguments as approved (the
+decides. Approved: it spends the approval with `claim_approval` (once; the
+reads never do) and runs the refund with the arguments as approved (the
 approver may have edited them). Denied: it prints the approver's reason.
 The server's token needs the `engine` role and `auditor` or `approver`
 (make run's token holds every role). `--http URL` talks to a server already
-started with `suspensions-mcp --transport http` instead.
+started with `suspensions-mcp --transport http` instead, sending it the
+server's own bearer token (`--http-token` or SUSPENSIONS_MCP_HTTP_TOKEN).
 
 Exit status: 0 when the approved refund ran, 2 when it was not approved, 1 on an error.
 """
@@ -37,6 +39,7 @@ except ImportError:  # a checkout where only `make run` installed the runtime se
 try:
     from mcp import Client as MCPClient
     from mcp.client.stdio import StdioServerParameters
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 except ImportError:
     sys.exit("This example needs the `mcp` extra: `.venv/bin/pip install './clients/python[mcp]'`.")
 from suspensions_client import Client
@@ -69,7 +72,10 @@ async def session(args: argparse.Namespace) -> int:
             decided = await tool(
                 mcp, "wait_for_decision", approval_id=asked["approval_id"], timeout_seconds=args.timeout
             )
-        return report(decided)
+        if decided["status"] != "approved":
+            return report(decided)
+        # Spend the approval before acting on it: a second claim is refused, so the refund runs once.
+        return report(await tool(mcp, "claim_approval", approval_id=asked["approval_id"]))
 
 
 def report(decided: dict[str, Any]) -> int:
@@ -89,9 +95,12 @@ async def tool(mcp: MCPClient, name: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-def server(args: argparse.Namespace) -> StdioServerParameters | str:
+def server(args: argparse.Namespace) -> Any:
+    if args.http and args.http_token:
+        headers = {"Authorization": f"Bearer {args.http_token}"}
+        return streamable_http_client(args.http, http_client=create_mcp_http_client(headers=headers))
     if args.http:
-        return args.http
+        return args.http  # a server on loopback started without a token
     # The server process uses this very client package, installed or not.
     source = str(Path(suspensions_client.__file__).resolve().parents[1])
     env = {**os.environ, "SUSPENSIONS_URL": args.url, "SUSPENSIONS_TOKEN": args.token, "PYTHONPATH": source}
@@ -114,6 +123,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--poll", type=float, default=2.0, help="seconds between the server's reads while waiting")
     parser.add_argument(
         "--http", metavar="URL", help="an MCP server on streamable HTTP, e.g. http://127.0.0.1:8765/mcp"
+    )
+    parser.add_argument(
+        "--http-token",
+        default=os.environ.get("SUSPENSIONS_MCP_HTTP_TOKEN"),
+        help="the HTTP server's own bearer token (or SUSPENSIONS_MCP_HTTP_TOKEN)",
     )
     parser.add_argument("--approve-with-token", metavar="TOKEN", help="approve the request with this approver token")
     args = parser.parse_args(argv)

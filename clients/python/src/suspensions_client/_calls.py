@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 from urllib.parse import urlsplit
 
-from ._transport import API_PREFIX, Call, Flow, ask, keyed
+from ._transport import API_PREFIX, Call, Flow, ask, keyed, segment
 from .claims import Admission, Claimed, Denial, EarlyResult, LatestAdmission, Vote
 from .errors import AlreadySuspended, ResumeAlreadyStarted, StartUncertain, SuspensionsError, VersionConflict
 from .models import JSON, Event, Page, Run, Suspension, SuspensionSummary, Version
@@ -163,13 +163,13 @@ def list_runs(**filters: Unpack[RunFilters]) -> Call[Page[Run]]:
 
 def get_run(run_id: str) -> Call[Run]:
     """One run, with its state, revision, error and live pause id."""
-    return Call("GET", f"/runs/{run_id}", of(Run.from_json))
+    return Call("GET", f"/runs/{segment(run_id)}", of(Run.from_json))
 
 
 def list_events(run_id: str, *, cursor: str | None = None, page_size: int | None = None) -> Call[Page[Event]]:
     """The run's audit timeline, oldest first."""
     params = query(cursor=cursor, page_size=page_size)
-    return Call("GET", f"/runs/{run_id}/events", page_of(Event.from_json), params=params)
+    return Call("GET", f"/runs/{segment(run_id)}/events", page_of(Event.from_json), params=params)
 
 
 def suspend(
@@ -219,7 +219,7 @@ def suspend(
                     return stored
         raise error
 
-    return Call("POST", f"/runs/{run_id}/suspend", of(Suspension.from_json), body, recover=recover)
+    return Call("POST", f"/runs/{segment(run_id)}/suspend", of(Suspension.from_json), body, recover=recover)
 
 
 def resume(
@@ -238,7 +238,7 @@ def resume(
     v = version_of(version)
     body = {"version": v.as_json(), "results": [dict(result) for result in results]}
     body |= compact(engine_version=engine_version, accept_drift=accept_drift)
-    return Call("POST", f"/runs/{v.run_id}/resume", of(Claimed.from_json), body)
+    return Call("POST", f"/runs/{segment(v.run_id)}/resume", of(Claimed.from_json), body)
 
 
 def resume_by_callback(
@@ -271,7 +271,7 @@ def early_result(run: str | Run, call_id: str, content: Any, *, ttl_seconds: int
     run_id = run if isinstance(run, str) else run.id
     body = compact(call_id=call_id, content=content, ttl_seconds=ttl_seconds)
     body["content"] = content  # null is a content like any other
-    return Call("POST", f"/runs/{run_id}/early-results", of(EarlyResult.from_json), body)
+    return Call("POST", f"/runs/{segment(run_id)}/early-results", of(EarlyResult.from_json), body)
 
 
 def complete(run: RunRef, revision: int | None = None) -> Call[Run]:
@@ -279,7 +279,11 @@ def complete(run: RunRef, revision: int | None = None) -> Call[Run]:
     run_id, rev = run_ref(run, revision)
     body = {"revision": rev}
     return Call(
-        "POST", f"/runs/{run_id}/complete", of(Run.from_json), body, recover=finished_as("completed", run_id, rev)
+        "POST",
+        f"/runs/{segment(run_id)}/complete",
+        of(Run.from_json),
+        body,
+        recover=finished_as("completed", run_id, rev),
     )
 
 
@@ -287,7 +291,9 @@ def fail(run: RunRef, error: str, revision: int | None = None) -> Call[Run]:
     """T8: the run is `failed` with `error`."""
     run_id, rev = run_ref(run, revision)
     body = {"revision": rev, "error": error}
-    return Call("POST", f"/runs/{run_id}/fail", of(Run.from_json), body, recover=finished_as("failed", run_id, rev))
+    return Call(
+        "POST", f"/runs/{segment(run_id)}/fail", of(Run.from_json), body, recover=finished_as("failed", run_id, rev)
+    )
 
 
 def cancel(run: RunRef, revision: int | None = None) -> Call[Run]:
@@ -295,7 +301,11 @@ def cancel(run: RunRef, revision: int | None = None) -> Call[Run]:
     run_id, rev = run_ref(run, revision)
     body = {"revision": rev}
     return Call(
-        "POST", f"/runs/{run_id}/cancel", of(Run.from_json), body, recover=finished_as("cancelled", run_id, rev)
+        "POST",
+        f"/runs/{segment(run_id)}/cancel",
+        of(Run.from_json),
+        body,
+        recover=finished_as("cancelled", run_id, rev),
     )
 
 
@@ -306,18 +316,18 @@ def admit_reply(version: VersionRef, *, input: str, reply_with: str) -> Call[Cla
     """T4 by the bus: admit an agent reply; `input` is a string holding JSON, kept byte for byte."""
     v = version_of(version)
     body = {"version": v.as_json(), "input": input, "reply_with": reply_with}
-    return Call("POST", f"/runs/{v.run_id}/admissions", of(Claimed.from_json), body)
+    return Call("POST", f"/runs/{segment(v.run_id)}/admissions", of(Claimed.from_json), body)
 
 
 def list_admissions(run_id: str, *, cursor: str | None = None, page_size: int | None = None) -> Call[Page[Admission]]:
     """The run's admissions, oldest first, each with its `state`."""
     params = query(cursor=cursor, page_size=page_size)
-    return Call("GET", f"/runs/{run_id}/admissions", page_of(Admission.from_json), params=params)
+    return Call("GET", f"/runs/{segment(run_id)}/admissions", page_of(Admission.from_json), params=params)
 
 
 def latest_admission(run_id: str) -> Call[LatestAdmission]:
     """The run's latest admission and its start receipt, for recovery (NotFound while it has none)."""
-    return Call("GET", f"/runs/{run_id}/admissions/latest", of(LatestAdmission.from_json))
+    return Call("GET", f"/runs/{segment(run_id)}/admissions/latest", of(LatestAdmission.from_json))
 
 
 def admitted_work(
@@ -346,7 +356,9 @@ def start(
         raise error
         yield  # a generator: recover is a flow
 
-    return Call("POST", f"/admissions/{admission_id(admission)}/start", of(Claimed.from_json), body, recover=recover)
+    return Call(
+        "POST", f"/admissions/{segment(admission_id(admission))}/start", of(Claimed.from_json), body, recover=recover
+    )
 
 
 # -- suspensions and approvals --------------------------------------------------------------
@@ -359,7 +371,7 @@ def list_suspensions(**filters: Unpack[SuspensionFilters]) -> Call[Page[Suspensi
 
 def get_suspension(suspension_id: str) -> Call[Suspension]:
     """One live pause, with its continuation and the run's revision (its claim `version`)."""
-    return Call("GET", f"/suspensions/{suspension_id}", of(Suspension.from_json))
+    return Call("GET", f"/suspensions/{segment(suspension_id)}", of(Suspension.from_json))
 
 
 def list_approvals(**filters: Unpack[SuspensionFilters]) -> Call[Page[SuspensionSummary]]:
@@ -388,7 +400,7 @@ def decide(
         response=response,
         calls=[dict(call) for call in calls] if calls is not None else None,
     )
-    return Call("POST", f"/approvals/{suspension_id}/decide", decision_of, body)
+    return Call("POST", f"/approvals/{segment(suspension_id)}/decide", decision_of, body)
 
 
 def decision_of(data: Any, status: int) -> Claimed | Denial | Vote:

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ._calls import VersionRef, compact, of, page_of, query, version_of
-from ._transport import Call, keyed
+from ._transport import Call, keyed, segment
 from .claims import Claimed
 from .models import Page
 from .records import (
@@ -33,7 +33,7 @@ from .records import (
 
 def get_approval(suspension_id: str) -> Call[Approval]:
     """One approval, pending or decided, with what was asked (approver or auditor)."""
-    return Call("GET", f"/approvals/{suspension_id}", of(Approval.from_json))
+    return Call("GET", f"/approvals/{segment(suspension_id)}", of(Approval.from_json))
 
 
 # -- receipts and closures ------------------------------------------------------------------
@@ -41,7 +41,7 @@ def get_approval(suspension_id: str) -> Call[Approval]:
 
 def get_expiry(run_id: str, suspension_id: str) -> Call[ExpiryReceipt]:
     """The expiry receipt of an admitted continuation the sweep expired before its start."""
-    return Call("GET", f"/runs/{run_id}/expiries/{suspension_id}", of(ExpiryReceipt.from_json))
+    return Call("GET", f"/runs/{segment(run_id)}/expiries/{segment(suspension_id)}", of(ExpiryReceipt.from_json))
 
 
 def close_run(
@@ -73,12 +73,12 @@ def close_run(
         "observed_at": observed_at.isoformat() if isinstance(observed_at, datetime) else observed_at,
         "expires_at": expires_at.isoformat() if isinstance(expires_at, datetime) else expires_at,
     }
-    return Call("POST", f"/runs/{run_id}/closures", of(ClosureReceipt.from_json), body)
+    return Call("POST", f"/runs/{segment(run_id)}/closures", of(ClosureReceipt.from_json), body)
 
 
 def get_closure(run_id: str, suspension_id: str) -> Call[ClosureReceipt]:
     """The closure receipt of a closed run's pause (`fresh` false)."""
-    return Call("GET", f"/runs/{run_id}/closures/{suspension_id}", of(ClosureReceipt.from_json))
+    return Call("GET", f"/runs/{segment(run_id)}/closures/{segment(suspension_id)}", of(ClosureReceipt.from_json))
 
 
 # -- correlation-keyed waits and discovery --------------------------------------------------
@@ -159,18 +159,18 @@ def list_webhooks(*, cursor: str | None = None, page_size: int | None = None) ->
 
 def get_webhook(endpoint_id: str) -> Call[WebhookEndpoint]:
     """One endpoint (never its secret)."""
-    return Call("GET", f"/webhooks/{endpoint_id}", of(WebhookEndpoint.from_json))
+    return Call("GET", f"/webhooks/{segment(endpoint_id)}", of(WebhookEndpoint.from_json))
 
 
 def disable_webhook(endpoint_id: str, *, idempotency_key: str | None = None) -> Call[WebhookEndpoint]:
     """Stop delivering (messages are kept); disabling a disabled endpoint changes nothing."""
-    path = f"/webhooks/{endpoint_id}/disable"
+    path = f"/webhooks/{segment(endpoint_id)}/disable"
     return keyed("POST", path, of(WebhookEndpoint.from_json), idempotency_key=idempotency_key)
 
 
 def enable_webhook(endpoint_id: str, *, idempotency_key: str | None = None) -> Call[WebhookEndpoint]:
     """Deliver again (after a disable or a receiver's 410); enabling an active endpoint changes nothing."""
-    path = f"/webhooks/{endpoint_id}/enable"
+    path = f"/webhooks/{segment(endpoint_id)}/enable"
     return keyed("POST", path, of(WebhookEndpoint.from_json), idempotency_key=idempotency_key)
 
 
@@ -179,13 +179,13 @@ def rotate_webhook_secret(endpoint_id: str, *, idempotency_key: str | None = Non
 
     A resend after a lost answer carries the same `Idempotency-Key` and gets the first answer back.
     """
-    path = f"/webhooks/{endpoint_id}/rotate-secret"
+    path = f"/webhooks/{segment(endpoint_id)}/rotate-secret"
     return keyed("POST", path, of(WebhookEndpoint.from_json), idempotency_key=idempotency_key)
 
 
 def test_webhook(endpoint_id: str, *, idempotency_key: str | None = None) -> Call[WebhookMessage]:
     """Queue a signed `webhook.test` event for this endpoint (202); a resend queues no second one."""
-    path = f"/webhooks/{endpoint_id}/test"
+    path = f"/webhooks/{segment(endpoint_id)}/test"
     return keyed("POST", path, of(WebhookMessage.from_json), idempotency_key=idempotency_key)
 
 
@@ -194,12 +194,12 @@ def webhook_messages(
 ) -> Call[Page[WebhookMessage]]:
     """The endpoint's messages, newest first, each with its delivery attempts."""
     params = query(cursor=cursor, page_size=page_size)
-    return Call("GET", f"/webhooks/{endpoint_id}/messages", page_of(WebhookMessage.from_json), params=params)
+    return Call("GET", f"/webhooks/{segment(endpoint_id)}/messages", page_of(WebhookMessage.from_json), params=params)
 
 
 def redeliver(endpoint_id: str, message_id: str, *, idempotency_key: str | None = None) -> Call[WebhookMessage]:
     """Make a delivered or failed message pending again, due now (202); a resend redelivers it once."""
-    path = f"/webhooks/{endpoint_id}/messages/{message_id}/redeliver"
+    path = f"/webhooks/{segment(endpoint_id)}/messages/{segment(message_id)}/redeliver"
     return keyed("POST", path, of(WebhookMessage.from_json), idempotency_key=idempotency_key)
 
 
@@ -237,7 +237,7 @@ def list_approval_floors(*, cursor: str | None = None, page_size: int | None = N
 
 def get_approval_floor(floor_id: str) -> Call[ApprovalFloor]:
     """One approval floor."""
-    return Call("GET", f"/approval-floors/{floor_id}", of(ApprovalFloor.from_json))
+    return Call("GET", f"/approval-floors/{segment(floor_id)}", of(ApprovalFloor.from_json))
 
 
 def update_approval_floor(
@@ -255,12 +255,12 @@ def update_approval_floor(
         on_expiry=list(on_expiry) if on_expiry is not None else None,
         require_linked_person=require_linked_person,
     )
-    return Call("PATCH", f"/approval-floors/{floor_id}", of(ApprovalFloor.from_json), body)
+    return Call("PATCH", f"/approval-floors/{segment(floor_id)}", of(ApprovalFloor.from_json), body)
 
 
 def delete_approval_floor(floor_id: str) -> Call[ApprovalFloor]:
     """Delete a floor; answers it as it was. Not resent after a lost answer (a resend would be a 404)."""
-    return Call("DELETE", f"/approval-floors/{floor_id}", of(ApprovalFloor.from_json), resend=False)
+    return Call("DELETE", f"/approval-floors/{segment(floor_id)}", of(ApprovalFloor.from_json), resend=False)
 
 
 # -- the audit trail (auditor) ----------------------------------------------------------------
@@ -316,21 +316,21 @@ def list_notification_routes(
 
 def get_notification_route(route_id: str) -> Call[NotificationRoute]:
     """One notification route."""
-    return Call("GET", f"/notification-routes/{route_id}", of(NotificationRoute.from_json))
+    return Call("GET", f"/notification-routes/{segment(route_id)}", of(NotificationRoute.from_json))
 
 
 def delete_notification_route(route_id: str) -> Call[NotificationRoute]:
     """Remove a route; answers it as it was. Not resent after a lost answer (a resend would be a 404)."""
-    return Call("DELETE", f"/notification-routes/{route_id}", of(NotificationRoute.from_json), resend=False)
+    return Call("DELETE", f"/notification-routes/{segment(route_id)}", of(NotificationRoute.from_json), resend=False)
 
 
 def disable_notification_route(route_id: str, *, idempotency_key: str | None = None) -> Call[NotificationRoute]:
     """Stop a route (its approvals are no longer sent there)."""
-    path = f"/notification-routes/{route_id}/disable"
+    path = f"/notification-routes/{segment(route_id)}/disable"
     return keyed("POST", path, of(NotificationRoute.from_json), idempotency_key=idempotency_key)
 
 
 def enable_notification_route(route_id: str, *, idempotency_key: str | None = None) -> Call[NotificationRoute]:
     """Start a disabled route again."""
-    path = f"/notification-routes/{route_id}/enable"
+    path = f"/notification-routes/{segment(route_id)}/enable"
     return keyed("POST", path, of(NotificationRoute.from_json), idempotency_key=idempotency_key)

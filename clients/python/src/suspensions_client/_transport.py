@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
+from urllib.parse import quote
 
 import httpx
 
@@ -27,6 +28,21 @@ from .inbox import Inbox
 T = TypeVar("T")
 
 API_PREFIX = "/api/v1"
+
+
+def segment(value: object) -> str:
+    """`value` as one path segment that no id can break out of (docs/decisions.md, "Ids in URL paths").
+
+    Every character but letters, digits, `-`, `_` and `~` is percent-encoded, dots too (so `..` is not a
+    dot segment that httpx would resolve), and the result is encoded once more: WSGI servers, gunicorn
+    among them, decode the path once before routing, `%2F` included, so a single encoding of
+    `"<uuid>/decide"` would reach the decide endpoint. After that one decoding the server still sees
+    one segment with no `/`, which matches no route: a 404. Ids are UUIDs, which neither encoding changes.
+    """
+    once = quote(str(value), safe="").replace(".", "%2E")
+    return quote(once, safe="")
+
+
 # The request never left this machine: sending it again cannot do anything twice.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 

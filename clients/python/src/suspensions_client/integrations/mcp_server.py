@@ -1,24 +1,33 @@
-"""`suspensions-mcp`: an MCP server whose tools let any MCP client pause for a person (DESIGN §23).
+"""`suspensions-mcp`: an MCP server whose tools let any MCP client pause for a person (clients/python/README.md).
 
     SUSPENSIONS_URL=http://127.0.0.1:8000 SUSPENSIONS_TOKEN=sus_... suspensions-mcp            # stdio
     suspensions-mcp --transport http --port 8765      # streamable HTTP at http://127.0.0.1:8765/mcp
 
-Tools: `request_approval` registers a run and pauses it for approval of one
-tool call (the approval id and the console link come back at once);
-`get_approval` reads its state and decision; `wait_for_decision` waits, at
-most `timeout_seconds`, for the decision. The token needs the `engine` role
-(to register and pause) and `auditor` or `approver` (to read approvals).
+Tools: `request_approval` registers a run (tagged `suspensions-mcp`) and
+pauses it for approval of one tool call (the approval id and the console
+link come back at once); `get_approval` reads its state and decision;
+`wait_for_decision` waits, at most `timeout_seconds`, for the decision;
+`claim_approval` spends an approved (or answered) decision of this server's
+own request: it starts and completes the run, once. The token needs the
+`engine` role (to register, pause and start) and `auditor` or `approver` (to
+read approvals).
 
-Once an approval is approved or answered, the first read that reports it also
-starts and completes the run: the service then records that the decision was
-handed over, and the run leaves the engines' admitted-work queue. Later reads
-report the same decision.
+Reading never starts a run: an approval in the token's scope may belong to
+another engine, whose start is its single grant to execute. `claim_approval`
+starts only runs carrying this server's tag (docs/decisions.md, "The MCP
+server").
+
+The HTTP transport asks its callers for a bearer token of its own
+(`--http-token` or SUSPENSIONS_MCP_HTTP_TOKEN) on every request: 401
+otherwise. Without one it binds only to a loopback address (with a warning).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hmac
+import ipaddress
 import json
 import os
 import sys
@@ -30,13 +39,16 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..aio import AsyncClient
 from ..errors import ClientError, SuspensionsError
 from ..records import Approval
 
 MAX_WAIT_SECONDS = 600.0  # one tool call must not hold an MCP client's request open for longer
-DECIDED = {"approved", "responded"}  # the states that admitted the run: the engine (this server) starts it
+DECIDED = {"approved", "responded"}  # the states that admitted the run: its engine may start it
+MARKER = "suspensions-mcp"  # the tag on every run this server registers: claim_approval starts only those
+HTTP_TOKEN_ENV = "SUSPENSIONS_MCP_HTTP_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -47,7 +59,7 @@ class Settings:
 
 
 def build(settings: Settings) -> MCPServer:
-    """The MCP server with its three tools, talking to the service at `settings.url`."""
+    """The MCP server with its four tools, talking to the service at `settings.url`."""
     server = MCPServer(
         "suspensions",
         instructions="Ask a person to approve a tool call before running it; run it only once approved.",
@@ -85,6 +97,16 @@ def build(settings: Settings) -> MCPServer:
         async with client_for(settings) as client:
             return await wait(client, settings, approval_id, timeout_seconds)
 
+    @server.tool()
+    async def claim_approval(approval_id: str) -> dict[str, Any]:
+        """Spend the approval of your own request, once, right before running its `approved_calls`.
+
+        Run them only if this succeeds: a second claim is refused (`resume_already_started`). Only an
+        approved or answered request made with `request_approval` here can be claimed.
+        """
+        async with client_for(settings) as client:
+            return await claim(client, approval_id)
+
     return server
 
 
@@ -103,7 +125,7 @@ async def request(
     summary: str,
 ) -> dict[str, Any]:
     with problems_as_tool_errors():
-        run = await client.register(agent_id, scope=scope)
+        run = await client.register(agent_id, scope=scope, tags=[MARKER])
         try:
             pause = await client.pause_for_approval(
                 run, [call], continuation(agent_id, call["name"], summary), ttl_seconds=ttl_seconds, approval=policy
@@ -135,22 +157,31 @@ def continuation(agent_id: str, tool: str, summary: str) -> dict[str, Any]:
 
 
 async def read(client: AsyncClient, approval_id: str) -> dict[str, Any]:
+    """Only reads: the approval's run may be another engine's, and starting it would spend its grant."""
     with problems_as_tool_errors():
         approval = await client.get_approval(approval_id)
-        await hand_over(client, approval)
     return view(approval)
 
 
-async def hand_over(client: AsyncClient, approval: Approval) -> None:
-    """Start and complete an admitted run once: a second reader (or a lost race) finds it started and moves on."""
-    if approval.status not in DECIDED or approval.admission_id is None:
-        return
-    try:
-        started = await client.start(approval.admission_id)
+async def claim(client: AsyncClient, approval_id: str) -> dict[str, Any]:
+    """Start and complete this server's own admitted run: the one grant to execute, taken once."""
+    with problems_as_tool_errors():
+        approval = await client.get_approval(approval_id)
+        admission = claimable(approval)
+        started = await client.start(admission)
         await client.complete(started)
-    except SuspensionsError as already:
-        if already.status != 409:
-            raise
+    return {**view(approval), "run_state": "completed", "claimed": True}
+
+
+def claimable(approval: Approval) -> str:
+    """The admission to start, or a tool error (before any write) when this server may not start it."""
+    if MARKER not in approval.tags:
+        raise ToolError(
+            "not_claimable: this approval's run was not requested through suspensions-mcp; its own engine starts it"
+        )
+    if approval.status not in DECIDED or approval.admission_id is None:
+        raise ToolError(f"not_claimable: the approval is {approval.status}; only an approved or answered one is")
+    return approval.admission_id
 
 
 async def wait(client: AsyncClient, settings: Settings, approval_id: str, timeout: float) -> dict[str, Any]:
@@ -178,6 +209,7 @@ def view(approval: Approval) -> dict[str, Any]:
         "response": approval.response,
         "expires_at": approval.expires_at.isoformat() if approval.expires_at else None,
         "resolved_at": approval.resolved_at.isoformat() if approval.resolved_at else None,
+        "run_state": approval.run_state,  # `completed` once claimed
     }
 
 
@@ -205,21 +237,101 @@ def main(argv: list[str] | None = None) -> int:
     if args.transport == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host=args.host, port=args.port)
+        serve_http(server, args.host, args.port, args.http_token)
     return 0
 
 
+def serve_http(server: MCPServer, host: str, port: int, token: str | None) -> None:
+    """Streamable HTTP at /mcp, every request behind `token` (loopback only without one: `parse` checked)."""
+    import uvicorn
+
+    app: ASGIApp = server.streamable_http_app(host=host)
+    if token:
+        app = BearerGate(app, token)
+    else:
+        print(
+            f"suspensions-mcp: warning: the HTTP transport on {host} asks for no token; any local process may use"
+            f" this server's API token. Give --http-token or set {HTTP_TOKEN_ENV}.",
+            file=sys.stderr,
+            flush=True,
+        )
+    uvicorn.run(app, host=host, port=port, log_level=server.settings.log_level.lower())
+
+
+class BearerGate:
+    """An ASGI wrapper: every HTTP request (session creation included) needs `Authorization: Bearer <token>`."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.allows(scope):
+            await unauthorized(send)
+            return
+        await self.app(scope, receive, send)
+
+    def allows(self, scope: Scope) -> bool:
+        headers = dict(scope.get("headers") or [])
+        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+        # Compared in constant time, so the answer's timing tells nothing of the token.
+        return hmac.compare_digest(given.strip(), self.expected) and scheme.lower() == b"bearer"
+
+
+async def unauthorized(send: Send) -> None:
+    body = json.dumps({"error": "unauthorized", "detail": "this MCP server wants its bearer token"}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b'Bearer realm="suspensions-mcp"'),
+    ]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
+
+
+EPILOG = f"""\
+The HTTP transport needs a token of its own from its callers (--http-token or {HTTP_TOKEN_ENV}),
+sent as `Authorization: Bearer <token>` on every request, or it answers 401. Without one it binds
+only to a loopback address (127.0.0.1, ::1, localhost) and warns; any other --host is refused.
+See clients/python/README.md, "MCP server" (and docs/decisions.md, "The MCP server").
+"""
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="suspensions-mcp", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="suspensions-mcp",
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--url", default=os.environ.get("SUSPENSIONS_URL", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("SUSPENSIONS_TOKEN"), help="or SUSPENSIONS_TOKEN")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="the HTTP transport's address")
+    parser.add_argument("--host", default="127.0.0.1", help="the HTTP transport's address (beyond loopback: token)")
     parser.add_argument("--port", type=int, default=8765, help="the HTTP transport's port (path /mcp)")
+    parser.add_argument(
+        "--http-token",
+        default=os.environ.get(HTTP_TOKEN_ENV) or None,
+        help=f"the bearer token the HTTP transport asks its callers for (or {HTTP_TOKEN_ENV}, which ps cannot show)",
+    )
     parser.add_argument("--poll", type=float, default=2.0, help="seconds between reads while waiting")
     args = parser.parse_args(argv)
     if not args.token:
         parser.error("give --token or set SUSPENSIONS_TOKEN")
+    if args.transport == "http" and not args.http_token and not loopback(args.host):
+        parser.error(
+            f"--host {args.host} is beyond loopback: anyone who reaches it would act with this server's token;"
+            f" give --http-token or set {HTTP_TOKEN_ENV}"
+        )
     return args
 
 
