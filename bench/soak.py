@@ -1,8 +1,9 @@
 """Issue 18: the soak. A mixed load over HTTP for `--minutes` (default 10) at the machine's capacity.
 
 Real processes, nothing simulated: gunicorn (gthread) on a freshly emptied
-bench database, one Celery worker with beat (`worker --beat`, the sweep every
-`--sweep-interval` seconds), and a local webhook receiver in this process
+bench database, push's Celery worker (`-Q celery,fanout,delivery`) and the
+sweep's own worker with the beat (`-Q sweep --beat`, the sweep every
+`--sweep-interval` seconds), as docs/deploy.md runs them, and a local webhook receiver in this process
 (`push.Receiver`, counting deliveries by `webhook-id`) behind one endpoint
 created through the API. `--clients` threads, each on one keep-alive
 connection, run scenarios picked at random, each a whole run's life:
@@ -26,7 +27,12 @@ deliveries and expiries were (soak_watch.py). A server with autovacuum off
 (this machine's) gets what autovacuum would do: the watch runs VACUUM
 (ANALYZE) of the app's tables every `--vacuum-seconds` (60, autovacuum's
 default wake-up; 0: never), so dead rows do not pile up as they never would
-in production. After the load drains (the
+in production. `--autovacuum off` instead turns autovacuum off on each of
+the app's tables (`autovacuum_enabled = false`) and runs no VACUUM at all:
+the issue 50 (item 11) repeat, where nothing ever analyzes the tables. Every
+second the watch reads the sweep's heartbeat and /readyz: the report gives
+the largest gap between successful sweeps and the /readyz answers seen.
+After the load drains (the
 sweep expired what was due, every webhook delivered; up to `--drain-minutes`
 each), the invariants are checked in the database (soak_checks.py). Writes
 bench/results/latest/soak.{json,md}, docs/soak.svg and the "Soak" block of
@@ -34,7 +40,7 @@ docs/benchmarks.md. Not part of `make bench` (it takes `--minutes`):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/suspensions CELERY_BROKER_URL=redis://127.0.0.1:6379/14 \\
         .venv/bin/python bench/soak.py --minutes 10 [--clients 16] [--workers 2] [--threads 8] \\
-        [--celery-concurrency 2] [--sweep-interval 5] [--drain-minutes 60] [--vacuum-seconds 60]
+        [--celery-concurrency 2] [--sweep-interval 5] [--drain-minutes 60] [--vacuum-seconds 60] [--autovacuum off]
 """
 
 import http.client
@@ -277,7 +283,32 @@ def arguments() -> Any:
         default=60,
         help="when the server's autovacuum is off: VACUUM (ANALYZE) the app's tables this often (0: never)",
     )
+    p.add_argument(
+        "--autovacuum",
+        choices=("server", "off"),
+        default="server",
+        help="off: autovacuum_enabled=false on the app's tables and no VACUUM of the soak's own (issue 50, item 11)",
+    )
     return p.parse_args()
+
+
+def autovacuum_off_on_app_tables() -> list[str]:
+    """autovacuum_enabled=false on every app table and its TOAST table; their names (reset by `autovacuum_reset`)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        tables = common.app_tables(cursor)
+        for table in tables:
+            cursor.execute(f'ALTER TABLE "{table}" SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)')
+    return tables
+
+
+def autovacuum_reset(tables: list[str]) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(f'ALTER TABLE "{table}" RESET (autovacuum_enabled, toast.autovacuum_enabled)')
 
 
 def load(book: Book, server: common.Gunicorn, tokens: dict[str, Any], args: Any) -> float:
@@ -299,6 +330,9 @@ def main() -> None:
     os.environ["CELERY_BROKER_URL"] = broker
     url = common.setup_django()
     reset()
+    tables_off = autovacuum_off_on_app_tables() if args.autovacuum == "off" else []
+    if tables_off:
+        args.vacuum_seconds = 0
     tokens = {
         "engine": common.make_token(SCOPE, ["engine"], "soak-engine"),
         "bus": common.make_token(SCOPE, ["bus"], "soak-bus"),
@@ -310,6 +344,10 @@ def main() -> None:
     with common.Gunicorn(url, workers=args.workers, threads=args.threads, env=env) as server:
         directory = Path(tempfile.mkdtemp(prefix="soak-"))
         worker = soak_watch.celery_worker(url, broker, args.celery_concurrency, args.sweep_interval, directory)
+        sweeper = soak_watch.celery_worker(
+            url, broker, 1, args.sweep_interval, directory, queues="sweep", beat=True, name="soak-sweeper"
+        )
+        liveness = soak_watch.Liveness(url, server.port)
         try:
             hook = {"url": f"http://127.0.0.1:{receiver.port}/hooks", "scope": SCOPE, "description": "soak receiver"}
             _, endpoint = Driver(server.port, tokens, book, 0).call(
@@ -317,8 +355,9 @@ def main() -> None:
             )
             if soak_watch.wait_until(soak_checks.swept_once, 120) < 0:
                 raise SystemExit("the Celery worker's beat never ran a sweep")
-            with soak_watch.Watch(book, server, worker, url, broker, args.vacuum_seconds):
+            with liveness, soak_watch.Watch(book, server, [worker, sweeper], url, broker, args.vacuum_seconds):
                 load_seconds = load(book, server, tokens, args)
+            print(f"sweep and /readyz during the load: {liveness.summary(args.sweep_interval)}", flush=True)
             left = book.to_expire - set(book.abandoned)
             print(f"load done after {load_seconds:.0f} s; waiting for the sweep, then the webhooks", flush=True)
             drained = {
@@ -328,9 +367,11 @@ def main() -> None:
                 ),
             }
             checks = soak_checks.invariants(book, receiver, str(endpoint["id"]))
-            celery_cpu = common.cpu_seconds(soak_watch.tree(worker.pid))
+            celery_cpu = common.cpu_seconds(soak_watch.tree(worker.pid) + soak_watch.tree(sweeper.pid))
         finally:
             soak_watch.stop_worker(worker)
+            soak_watch.stop_worker(sweeper)
+            autovacuum_reset(tables_off)
     receiver.close()
     lags = soak_watch.lags(book.t0_wall)
     data = soak_report.summary(
@@ -343,6 +384,7 @@ def main() -> None:
         webhook_posts=receiver.posts,
         webhook_messages_seen=receiver.count(),
         vacuums=book.vacuums,
+        liveness=liveness.summary(args.sweep_interval),
         celery_cpu_ms_per_message=round(celery_cpu * 1000 / max(1, receiver.count()), 1),
         machine=common.machine(),
     )

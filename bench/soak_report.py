@@ -140,6 +140,19 @@ def summary(book: Any, args: Any, load_seconds: float, lags: dict[str, Any], **e
     }
 
 
+def swept(liveness: dict[str, Any] | None, args: dict[str, Any]) -> str:
+    """The sweep's gaps and /readyz's answers during the load in a sentence, or nothing (an older result)."""
+    if not liveness:
+        return ""
+    autovacuum = " (autovacuum off on the app's tables)" if args.get("autovacuum") == "off" else ""
+    answers = ", ".join(f"{n} x {status}" for status, n in sorted(liveness["readyz"].items()))
+    return (
+        f"During the load{autovacuum}: {liveness['sweeps_seen']} successful sweeps on the sweep's own worker, the "
+        f"largest gap between two {liveness['largest_sweep_gap_s']} s, {liveness['sweep_gaps_over_two_intervals']} "
+        f"over two intervals; /readyz answered {answers}."
+    )
+
+
 def vacuumed(vacuums: list[dict[str, float]]) -> str:
     """The soak's VACUUMs in a sentence (the server's autovacuum was off), or nothing."""
     if not vacuums:
@@ -168,7 +181,7 @@ def markdown(data: dict[str, Any]) -> str:
     a, machine = data["args"], data["machine"]
     parts = [
         f"### Soak: {a['minutes']:g} min, {a['clients']} client threads, gunicorn {a['workers']} workers x "
-        f"{a['threads']} threads, Celery worker of {a['celery_concurrency']} processes with beat, sweep every "
+        f"{a['threads']} threads, Celery worker of {a['celery_concurrency']} processes, the sweep's own with the beat, sweep every "
         f"{a['sweep_interval']} s ({machine['at']}, {machine['nproc']} cores, "
         f"PostgreSQL {machine['postgresql'].split()[0]})",
         "",
@@ -212,7 +225,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"the wait); the receiver saw {data['webhook_messages_seen']} messages in {data['webhook_posts']} posts. "
         f"CPU: gunicorn's workers {data['gunicorn_cpu_ms_per_call']} ms a call; the Celery worker "
         f"{data['celery_cpu_ms_per_message']} ms a webhook message (fan-out, delivery, the sweep and beat included). "
-        f"{vacuumed(data.get('vacuums', []))}",
+        f"{vacuumed(data.get('vacuums', []))} {swept(data.get('liveness'), data['args'])}",
         "",
     ]
     inv = [

@@ -1,12 +1,15 @@
 """The soak's processes and what is watched while it runs (bench/soak.py).
 
-The Celery worker with beat, the processes' RSS and CPU from /proc, PostgreSQL
+The Celery workers (push's, and the sweep's own with the beat, as production
+runs them: docs/deploy.md, "The sweep's worker"), every successful sweep (the
+heartbeat row) and /readyz's answers, read every second, the processes' RSS and CPU from /proc, PostgreSQL
 connections, the webhook backlog, the broker's queue and the oldest overdue
 pause, sampled every 5 s; afterwards the drain conditions and the lags read
 back from the database (a pause's expiry after its deadline, a message's
 delivery after its event).
 """
 
+import http.client
 import os
 import signal
 import subprocess
@@ -18,12 +21,26 @@ from typing import Any
 import common
 
 SAMPLE_SECONDS = 5.0
+LIVENESS_SECONDS = 1.0
+PUSH_QUEUES = "celery,fanout,delivery"
 
 
 def celery_worker(
-    url: str, broker: str, concurrency: int, sweep_interval: int, directory: Path
+    url: str,
+    broker: str,
+    concurrency: int,
+    sweep_interval: int,
+    directory: Path,
+    *,
+    queues: str = PUSH_QUEUES,
+    beat: bool = False,
+    name: str = "soak",
 ) -> subprocess.Popen[bytes]:
-    """`celery worker --beat` (as tests/processes.py starts it) in its own session, its schedule in `directory`."""
+    """`celery worker` on `queues` (as tests/processes.py starts it) in its own session, its schedule in `directory`.
+
+    The soak starts two, as docs/deploy.md runs them: push's (`-Q celery,fanout,delivery`) and the sweep's own
+    (`-Q sweep`, one process) with the beat.
+    """
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -36,10 +53,10 @@ def celery_worker(
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     command = [str(common.ROOT / ".venv" / "bin" / "celery"), "-A", "suspensions_project", "--quiet", "worker"]
+    command += ["--beat"] if beat else []
     command += [
-        "--beat",
         "-Q",
-        "sweep,celery,fanout,delivery",
+        queues,
         "--concurrency",
         str(concurrency),
         "--loglevel",
@@ -47,7 +64,7 @@ def celery_worker(
         "--purge",
         "--without-gossip",
     ]
-    command += ["--without-mingle", "-n", f"soak-{os.getpid()}@%h", "--schedule", str(directory / "beat-schedule")]
+    command += ["--without-mingle", "-n", f"{name}-{os.getpid()}@%h", "--schedule", str(directory / "beat-schedule")]
     return subprocess.Popen(command, cwd=common.ROOT, env=env, start_new_session=True)
 
 
@@ -114,9 +131,9 @@ class Watch:
     """A thread sampling every 5 s into `book.samples`; prints a line a minute."""
 
     def __init__(
-        self, book: Any, gunicorn: common.Gunicorn, worker: Any, url: str, broker: str, vacuum_seconds: float = 0
+        self, book: Any, gunicorn: common.Gunicorn, workers: list[Any], url: str, broker: str, vacuum_seconds: float = 0
     ) -> None:
-        self.book, self.gunicorn, self.worker, self.url, self.broker = book, gunicorn, worker, url, broker
+        self.book, self.gunicorn, self.workers, self.url, self.broker = book, gunicorn, workers, url, broker
         self.vacuum_seconds, self.vacuumed = vacuum_seconds, 0.0
         self.stop = threading.Event()
         self.pg_cpu, self.pg_last = 0.0, dict[int, float]()
@@ -149,7 +166,7 @@ class Watch:
 
     def sample(self, pg: Any, queue: Any) -> None:
         workers = children(self.gunicorn.process.pid)
-        celery = tree(self.worker.pid)
+        celery = [pid for worker in self.workers for pid in tree(worker.pid)]
         connections, pending, undispatched, overdue, backends = pg.execute(BACKGROUND).fetchone()
         self.count_backends(backends or [])
         self.book.samples.append(
@@ -187,6 +204,61 @@ class Watch:
         now = {pid: common.cpu_seconds([pid]) for pid in pids}
         self.pg_cpu += sum(cpu - self.pg_last.get(pid, cpu if first else 0.0) for pid, cpu in now.items())
         self.pg_last = now
+
+
+class Liveness:
+    """A thread reading, every LIVENESS_SECONDS, the sweep's heartbeat (each new successful sweep) and /readyz.
+
+    `gaps()`: the seconds between successive successful sweeps seen; `readyz`: how many times each status came.
+    """
+
+    def __init__(self, url: str, port: int) -> None:
+        self.url, self.port = url, port
+        self.sweeps: list[float] = []
+        self.readyz: dict[str, int] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self) -> "Liveness":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def run(self) -> None:
+        with common.connect(self.url, autocommit=True) as pg:
+            while not self.stop.wait(LIVENESS_SECONDS):
+                row = pg.execute(
+                    "SELECT extract(epoch FROM last_success_at) FROM suspensions_sweepheartbeat"
+                ).fetchone()
+                if row is not None and (not self.sweeps or float(row[0]) != self.sweeps[-1]):
+                    self.sweeps.append(float(row[0]))
+                status = self.probe()
+                self.readyz[status] = self.readyz.get(status, 0) + 1
+
+    def probe(self) -> str:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.request("GET", "/readyz")
+            return str(conn.getresponse().status)
+        except OSError as exc:
+            return exc.__class__.__name__
+        finally:
+            conn.close()
+
+    def gaps(self) -> list[float]:
+        return [round(b - a, 2) for a, b in zip(self.sweeps, self.sweeps[1:], strict=False)]
+
+    def summary(self, sweep_interval: int) -> dict[str, Any]:
+        gaps = self.gaps()
+        return {
+            "sweeps_seen": len(self.sweeps),
+            "largest_sweep_gap_s": max(gaps, default=None),
+            "sweep_gaps_over_two_intervals": sum(1 for g in gaps if g > 2 * sweep_interval),
+            "readyz": self.readyz,
+        }
 
 
 # -- after the load ------------------------------------------------------------------------------

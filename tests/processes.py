@@ -30,10 +30,16 @@ def child_env(**extra: str) -> dict[str, str]:
 EVERY_QUEUE = "sweep,celery,fanout,delivery"
 
 
-def celery_worker(tmp_path: Path, number: int, prefix: str, queues: str = EVERY_QUEUE) -> list[str]:
-    """`celery worker --beat` on `queues`, with its own name and beat schedule file, purging what is queued."""
+def celery_worker(
+    tmp_path: Path, number: int, prefix: str, queues: str = EVERY_QUEUE, *, beat: bool = True
+) -> list[str]:
+    """`celery worker --beat` on `queues`, with its own name and beat schedule file, purging what is queued.
+
+    `beat=False`: a worker without the beat, as production runs all but one (docs/deploy.md).
+    """
     name = f"{prefix}-{uuid.uuid4().hex[:8]}@%h"
-    command = [str(Path(sys.executable).parent / "celery"), "-A", "suspensions_project", "worker", "--beat"]
+    command = [str(Path(sys.executable).parent / "celery"), "-A", "suspensions_project", "worker"]
+    command += ["--beat"] if beat else []
     command += ["-Q", queues, "--concurrency", "1", "--loglevel", "info", "--purge", "-n", name]
     return command + ["--schedule", str(tmp_path / f"beat-{number}")]
 

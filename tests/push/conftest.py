@@ -57,19 +57,19 @@ def worker(transactional_db, tmp_path):
     """worker(**env) runs `celery worker --beat` on the test database with short webhook delays, once ready.
 
     `env` adds to its environment, or overrides those delays; `queues` (every queue unless given) are the
-    queues it consumes, as `-Q` names them.
+    queues it consumes, as `-Q` names them; `beat=False` starts it without the beat.
 
     Every worker is stopped at teardown.
     """
     procs = Processes()
 
-    def start(queues=EVERY_QUEUE, **extra_env):
+    def start(queues=EVERY_QUEUE, beat=True, **extra_env):
         short = {"WEBHOOK_RETRY_SCHEDULE": "0.2,0.2", "WEBHOOK_SWEEP_SECONDS": "1", "WEBHOOK_LEASE_SECONDS": "2"}
         env = child_env(WEBHOOK_ALLOW_PRIVATE="1", **{**short, **extra_env})
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         number = len(procs.started)
         path = tmp_path / f"worker-{number}.log"
-        proc = procs.start(celery_worker(tmp_path, number, "push-test", queues), env=env, log_path=path)
+        proc = procs.start(celery_worker(tmp_path, number, "push-test", queues, beat=beat), env=env, log_path=path)
         # Ready once it consumes: what is enqueued before its --purge would be purged (and left to the beat).
         wait_for(lambda: " ready." in path.read_text(), f"worker {number} to be ready (log: {path})")
         return proc
