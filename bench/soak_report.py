@@ -181,7 +181,8 @@ def markdown(data: dict[str, Any]) -> str:
     a, machine = data["args"], data["machine"]
     parts = [
         f"### Soak: {a['minutes']:g} min, {a['clients']} client threads, gunicorn {a['workers']} workers x "
-        f"{a['threads']} threads, Celery worker of {a['celery_concurrency']} processes, the sweep's own with the beat, sweep every "
+        f"{a['threads']} threads, Celery worker of {a['celery_concurrency']} processes, the sweep's own with the beat, "
+        f"sweep every "
         f"{a['sweep_interval']} s ({machine['at']}, {machine['nproc']} cores, "
         f"PostgreSQL {machine['postgresql'].split()[0]})",
         "",
