@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import common
 
@@ -127,7 +127,26 @@ def machine_cpu_seconds() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
 
 
-class Watch:
+class Sampler:
+    """A daemon thread running `run` until the `with` block ends (`stop` is set, then joined)."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+
+class Watch(Sampler):
     """A thread sampling every 5 s into `book.samples`; prints a line a minute."""
 
     def __init__(
@@ -135,17 +154,8 @@ class Watch:
     ) -> None:
         self.book, self.gunicorn, self.workers, self.url, self.broker = book, gunicorn, workers, url, broker
         self.vacuum_seconds, self.vacuumed = vacuum_seconds, 0.0
-        self.stop = threading.Event()
         self.pg_cpu, self.pg_last = 0.0, dict[int, float]()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def __enter__(self) -> "Watch":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join()
+        super().__init__()
 
     def run(self) -> None:
         import redis
@@ -206,7 +216,7 @@ class Watch:
         self.pg_last = now
 
 
-class Liveness:
+class Liveness(Sampler):
     """A thread reading, every LIVENESS_SECONDS, the sweep's heartbeat (each new successful sweep) and /readyz.
 
     `gaps()`: the seconds between successive successful sweeps seen; `readyz`: how many times each status came.
@@ -216,16 +226,7 @@ class Liveness:
         self.url, self.port = url, port
         self.sweeps: list[float] = []
         self.readyz: dict[str, int] = {}
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def __enter__(self) -> "Liveness":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join()
+        super().__init__()
 
     def run(self) -> None:
         with common.connect(self.url, autocommit=True) as pg:
