@@ -81,7 +81,7 @@ def signature_valid(checkpoint: AuditCheckpoint, key: Ed25519PublicKey) -> bool:
     return True
 
 
-def label(checkpoint: AuditCheckpoint | None, *, workspace: str = "", seq: int = 0) -> str:
+def label(checkpoint: AuditCheckpoint | None, *, workspace: str = "", seq: int | str = 0) -> str:
     """How problems name a checkpoint: `checkpoint 3 of acme`, or `checkpoint 3` in the legacy chain."""
     if checkpoint is not None:
         workspace, seq = checkpoint.workspace, checkpoint.seq
@@ -266,17 +266,17 @@ def verify_checkpoints(report: Report) -> Sealed:
     """Walk each chain of checkpoints (the legacy one, then each workspace's) by seq: gaps, links, roots,
     signatures. Returns each run's sealed lines, oldest first (a run's legacy lines, then its workspace's)."""
     lines: Sealed = {}
-    workspace, expected_seq, link = None, 1, audit.GENESIS
+    workspace: str | None = None
+    expected_seq, link = 1, audit.GENESIS
     for checkpoint in AuditCheckpoint.objects.order_by("workspace", "seq").iterator(chunk_size=200):
         if checkpoint.workspace != workspace:  # the next chain starts
             workspace, expected_seq, link = checkpoint.workspace, 1, audit.GENESIS
         if checkpoint.seq != expected_seq:
             last = checkpoint.seq - 1
-            missing = label(None, workspace=checkpoint.workspace, seq=expected_seq)
-            missing += "" if last == expected_seq else f"-{last}"
-            report.problems.append(f"{missing}: missing (a gap in seq)")
-            link = None  # the link across a gap cannot be checked
-        problem = checkpoint_problem(checkpoint, link)
+            span = f"{expected_seq}" if last == expected_seq else f"{expected_seq}-{last}"
+            report.problems.append(f"{label(None, workspace=checkpoint.workspace, seq=span)}: missing (a gap in seq)")
+        # the link across a gap cannot be checked
+        problem = checkpoint_problem(checkpoint, link if checkpoint.seq == expected_seq else None)
         if problem:
             report.problems.append(problem)
         report.checkpoints += 1
