@@ -13,7 +13,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from suspensions import audit
-from suspensions.models import AuditCheckpoint, AuditRunHead, Event, WebhookMessage
+from suspensions.models import AuditCheckpoint, AuditRunHead, Event, WebhookFormat, WebhookMessage
 from suspensions.services import audit as sealing
 from suspensions.services import outbox
 from tests.audit.test_export import export, offline
@@ -120,6 +120,14 @@ def test_each_checkpoint_is_announced_to_its_own_workspace_only(engine, globex, 
     assert received(acme_hook) == received(team_hook) == []
     assert received(globex_hook) == [sealing.checkpoint_data(checkpoint)]
     assert received(globex_hook)[0]["workspace"] == "globex"
+
+
+def test_a_slack_endpoint_reads_which_workspaces_checkpoint_it_is(engine, no_worker):
+    slack = make_endpoint("acme", format=WebhookFormat.SLACK, event_types=["audit.checkpoint"])
+    pause(engine)
+    (checkpoint,) = tick()
+    (message,) = WebhookMessage.objects.filter(endpoint=slack)
+    assert json.loads(message.body) == {"text": f"Audit checkpoint 1 of acme: root {checkpoint.root}, signed."}
 
 
 def test_legacy_checkpoints_still_verify_beside_the_workspace_chains(engine, globex, acme_auditor, tmp_path):
