@@ -8,11 +8,12 @@ first text) still verify beside them; tampering is still found.
 
 import base64
 import json
+from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from suspensions import audit
+from suspensions import audit, selectors
 from suspensions.models import AuditCheckpoint, AuditRunHead, Event, WebhookFormat, WebhookMessage
 from suspensions.services import audit as sealing
 from suspensions.services import outbox
@@ -206,3 +207,17 @@ def test_a_workspaces_seq_is_unique_so_two_overlapping_ticks_cannot_both_write_o
     with pytest.raises(IntegrityError), transaction.atomic():
         twin.save(force_insert=True)
     AuditCheckpoint.objects.create(workspace="globex", seq=1, at=checkpoint.at, previous="0" * 64, root="", runs=[])
+
+
+def test_since_keeps_each_chains_last_checkpoint_before_it_then_the_later_ones(engine, globex):
+    pause(engine)
+    pause(globex, scope="globex")
+    sealing.write_checkpoint()
+    start = AuditCheckpoint.objects.get(workspace="acme", seq=1).at
+    for seq in (2, 3):  # acme's later checkpoints, an hour apart (signatures are not what is read here)
+        AuditCheckpoint.objects.create(workspace="acme", seq=seq, at=start + timedelta(hours=seq), previous="", root="")
+    since = start + timedelta(hours=2, minutes=30)
+    chosen = selectors.audit_checkpoints(["", "acme", "globex"], since)
+    assert [(c.workspace, c.seq) for c in chosen] == [("acme", 2), ("acme", 3), ("globex", 1)]
+    everything = selectors.audit_checkpoints(["acme"], None)
+    assert [(c.workspace, c.seq) for c in everything] == [("acme", 1), ("acme", 2), ("acme", 3)]
