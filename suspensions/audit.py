@@ -12,7 +12,8 @@ An event's hash is SHA-256 over `prev_hash + "\\n" + canonical JSON of
 with microseconds and `Z`; the first event of a run chains from 64 zeros.
 A checkpoint's root is SHA-256 over `previous_root + "\\n" + lines`, one line
 `run_id head_hash event_count` per run whose chain changed since the previous
-checkpoint, sorted by run id, joined by "\\n".
+checkpoint of its workspace (one chain of checkpoints per workspace), sorted
+by run id, joined by "\\n".
 """
 
 import hashlib
@@ -134,6 +135,14 @@ def checkpoint_root(previous: str, runs: Sequence[Sequence[Any]]) -> str:
     return hashlib.sha256(f"{previous}\n{checkpoint_lines(runs)}".encode()).hexdigest()
 
 
-def signed_text(*, seq: int, at: str, previous: str, root: str) -> bytes:
-    """What a checkpoint's Ed25519 signature covers: its seq, time, previous root and root, one per line."""
+def signed_text(*, seq: int, at: str, previous: str, root: str, workspace: str = "") -> bytes:
+    """What a checkpoint's Ed25519 signature covers, one item per line.
+
+    A workspace's checkpoint (one chain per workspace): `suspensions-audit-checkpoint/2`, the workspace,
+    seq, time, previous root and root. A legacy checkpoint (workspace "", written before there was a chain
+    per workspace): `suspensions-audit-checkpoint`, seq, time, previous root and root. The first line names
+    the text, so a signature over one cannot be read as the other, nor one workspace's as another's.
+    """
+    if workspace:
+        return f"suspensions-audit-checkpoint/2\n{workspace}\n{int(seq)}\n{at}\n{previous}\n{root}".encode()
     return f"suspensions-audit-checkpoint\n{int(seq)}\n{at}\n{previous}\n{root}".encode()

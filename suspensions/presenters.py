@@ -445,7 +445,7 @@ def audit_public_key(public_key: str) -> dict[str, Any]:
         "algorithm": "ed25519",
         "public_key": public_key,
         "encoding": "base64 of the 32 raw bytes",
-        "signs": "each audit checkpoint: its seq, at, previous and root (docs/auditors.md)",
+        "signs": "each audit checkpoint: its workspace, seq, at, previous and root (docs/auditors.md)",
     }
 
 
@@ -468,9 +468,11 @@ def audit_event_line(e: Mapping[str, Any]) -> dict[str, Any]:
 
 def audit_checkpoint_line(checkpoint: AuditCheckpoint, runs: list[list[Any]]) -> dict[str, Any]:
     """One checkpoint of the export with only the reader's `runs` lines; `complete` says whether that is all of them
-    (then the root can be recomputed from the lines; otherwise the signature and the root chain still check)."""
+    (then the root can be recomputed from the lines; otherwise the signature and the root chain still check).
+    `workspace` names its chain ("" for the legacy one; docs/auditors.md)."""
     return {
         "type": "checkpoint",
+        "workspace": checkpoint.workspace,
         "seq": checkpoint.seq,
         "at": digests.rfc3339(checkpoint.at),
         "previous": checkpoint.previous,
@@ -508,7 +510,7 @@ def slack_text(event: OutboxEvent) -> str:
         )
         return f"{text} <{link}|Approve or deny>"
     if event.type == EventType.AUDIT_CHECKPOINT:
-        return f"Audit checkpoint {d.get('seq')}: root {d.get('root')} over {d.get('runs')} changed runs, signed."
+        return f"Audit checkpoint {d.get('seq')} of {slack_escape(event.scope)}: root {d.get('root')}, signed."
     link = f"{base}/console/runs/{d.get('run_id')}/"
     detail = f" ({d['decision']} by {slack_escape(d.get('decided_by', ''))})" if "decision" in d else ""
     text = (

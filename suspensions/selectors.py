@@ -105,15 +105,28 @@ def audit_events(principal: Principal, *, scope: str | None, since: Any = None) 
     return events
 
 
-def audit_checkpoints(since: Any = None) -> QuerySet[AuditCheckpoint]:
-    """Checkpoints from the last one before `since` on (all without it), by seq: a contiguous run of roots.
+def audit_workspaces(principal: Principal, scope: str | None) -> list[str] | None:
+    """The workspaces whose checkpoint chains an export of `scope` (or of the caller's auditor scopes) holds;
+    None for every one (a superuser's whole export). The legacy chain ("") is always among them."""
+    if scope is not None:
+        return ["", scopes.levels(scope)["scope_l1"]]
+    if principal.superuser:
+        return None
+    return ["", *sorted({scopes.levels(held)["scope_l1"] for held in principal.scopes_with(Role.AUDITOR)})]
 
-    Callers show only the lines of runs the reader may see (the lines name every tenant's runs).
+
+def audit_checkpoints(workspaces: list[str] | None, since: Any = None) -> QuerySet[AuditCheckpoint]:
+    """The checkpoints of `workspaces` (every one for None) by chain, then seq; in each chain, from the last
+    one before `since` on (all without it): a contiguous run of roots per chain.
+
+    Callers show only the lines of runs the reader may see (a legacy checkpoint's name every tenant's runs).
     """
-    checkpoints = AuditCheckpoint.objects.order_by("seq")
+    checkpoints = AuditCheckpoint.objects.order_by("workspace", "seq")
+    if workspaces is not None:
+        checkpoints = checkpoints.filter(workspace__in=workspaces)
     if since is not None:
-        before = AuditCheckpoint.objects.filter(at__lt=since).order_by("-seq").values("seq")[:1]
-        checkpoints = checkpoints.filter(Q(seq__gte=Subquery(before)) | Q(at__gte=since))
+        before = AuditCheckpoint.objects.filter(workspace=OuterRef("workspace"), at__lt=since).order_by("-seq")
+        checkpoints = checkpoints.filter(Q(seq__gte=Subquery(before.values("seq")[:1])) | Q(at__gte=since))
     return checkpoints
 
 

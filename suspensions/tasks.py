@@ -47,10 +47,10 @@ def sweep_expired() -> dict[str, Any]:
 
 
 @shared_task(name="suspensions.tasks.audit_checkpoint", ignore_result=True)
-def audit_checkpoint() -> int | None:
-    """Seal the audit chains that changed since the last checkpoint (DESIGN §20); beat. Returns its seq, if any."""
-    checkpoint = audit.write_checkpoint()
-    return None if checkpoint is None else checkpoint.seq
+def audit_checkpoint() -> int:
+    """Seal the audit chains that changed since the last tick, one checkpoint per workspace (docs/auditors.md);
+    beat. Returns how many checkpoints it wrote."""
+    return len(audit.write_checkpoint())
 
 
 @shared_task(name="suspensions.tasks.remind_approvers", ignore_result=True)

@@ -1,7 +1,8 @@
 """The audit trail for auditors (DESIGN §20): the checkpoints' public key, and the export as JSON Lines."""
 
+import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +16,7 @@ from rest_framework.views import APIView
 
 from .. import presenters, scopes, selectors
 from ..exceptions import Forbidden, InvalidRequest
-from ..models import Event, Role
+from ..models import AuditCheckpoint, Event, Role
 from ..principals import Principal
 from ..services import audit
 from . import docs, shapes
@@ -55,7 +56,9 @@ class AuditExport(APIView):
         require_auditor(principal)
         scope, since = export_query(principal, request.query_params)
         events = selectors.audit_events(principal, scope=scope, since=since)
-        response = StreamingHttpResponse(lines(events, since), content_type=NDJSON)
+        checkpoints = selectors.audit_checkpoints(selectors.audit_workspaces(principal, scope), since)
+        whole = functools.partial(holds_whole, principal, scope)
+        response = StreamingHttpResponse(lines(events, checkpoints, whole), content_type=NDJSON)
         response["Content-Disposition"] = 'attachment; filename="audit.jsonl"'
         return response
 
@@ -80,8 +83,22 @@ def export_query(principal: Principal, params: Any) -> tuple[str | None, datetim
     return scope, since
 
 
-def lines(events: QuerySet[Event], since: datetime | None) -> Iterator[bytes]:
-    """The events in id order, then the checkpoints that sealed them with only the exported runs' lines."""
+def holds_whole(principal: Principal, scope: str | None, workspace: str) -> bool:
+    """Does an export of `scope` hold every run of the chain `workspace` (so every line of its checkpoints)?
+
+    A workspace's chain: when the caller audits the whole workspace and exports it whole. The legacy chain,
+    which sealed every tenant's runs: only for a superuser's export of everything.
+    """
+    if not workspace:
+        return principal.superuser and scope is None
+    return principal.can(Role.AUDITOR, workspace) and scope in (None, workspace)
+
+
+def lines(
+    events: QuerySet[Event], checkpoints: QuerySet[AuditCheckpoint], whole: Callable[[str], bool]
+) -> Iterator[bytes]:
+    """The events in id order, then the checkpoints of the exported runs' chains: each with all its lines when
+    `whole(workspace)`, else with only the exported runs' lines (then `complete` says whether that is all)."""
     exported: set[str] = set()
     after = 0
     while True:
@@ -92,8 +109,11 @@ def lines(events: QuerySet[Event], since: datetime | None) -> Iterator[bytes]:
         if len(page) < PAGE:
             break
         after = page[-1]["id"]
-    for checkpoint in selectors.audit_checkpoints(since).iterator(chunk_size=100):
-        visible = [line for line in checkpoint.runs if line[0] in exported]
+    held = {}
+    for checkpoint in checkpoints.iterator(chunk_size=100):
+        if checkpoint.workspace not in held:
+            held[checkpoint.workspace] = whole(checkpoint.workspace)
+        visible = checkpoint.runs if held[checkpoint.workspace] else [r for r in checkpoint.runs if r[0] in exported]
         yield _line(presenters.audit_checkpoint_line(checkpoint, visible))
 
 

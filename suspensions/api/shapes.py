@@ -65,9 +65,14 @@ class AuditEventLine(EventOut):
 
 class AuditCheckpointLine(serializers.Serializer):
     type = serializers.ChoiceField(choices=["checkpoint"])
-    seq = serializers.IntegerField()
+    workspace = serializers.CharField(
+        help_text='The chain it belongs to: a workspace, each with its own; "" for the legacy chain (docs/auditors.md).'
+    )
+    seq = serializers.IntegerField(help_text="Its number in its workspace's chain: 1, 2, 3...")
     at = serializers.CharField(help_text="RFC 3339 UTC with microseconds, as signed.")
-    previous = serializers.CharField(help_text="The root of checkpoint seq - 1; 64 zeros for the first.")
+    previous = serializers.CharField(
+        help_text="The root of checkpoint seq - 1 of the same workspace; 64 zeros for the first."
+    )
     signature = serializers.CharField(help_text="Ed25519, base64, over the signed text (docs/auditors.md).")
     algorithm = serializers.ChoiceField(choices=["ed25519"])
     runs = serializers.ListField(

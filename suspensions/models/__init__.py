@@ -307,27 +307,38 @@ class EarlyResult(Scoped):
 
 
 class AuditCheckpoint(models.Model):
-    """A signed seal over the heads of the run chains that changed since the previous one (DESIGN §20).
+    """A signed seal over the heads of one workspace's run chains that changed since its previous one (DESIGN §20).
 
-    `runs` holds the covered lines as [run_id, head_hash, event_count]; `root` = SHA-256 of the previous
-    root, a newline and those lines (suspensions/audit.py); `signature` is Ed25519 over audit.signed_text,
-    base64. Written by the beat task only; `seq` is unique, so two overlapping ticks cannot both write one.
+    Each workspace (a scope's first segment, a tenant) has a chain of its own: `seq` 1, 2, 3... per
+    `workspace`, `previous` the root of that workspace's checkpoint `seq - 1` (docs/auditors.md). The rows
+    written before there was one chain per workspace are the legacy chain, workspace "" (they seal every
+    tenant's runs and are signed with the first text; suspensions/audit.py, `signed_text`). `runs` holds the
+    covered lines as [run_id, head_hash, event_count]; `root` = SHA-256 of the previous root, a newline and
+    those lines; `signature` is Ed25519 over audit.signed_text, base64. Written by the beat task only;
+    (workspace, seq) is unique, so two overlapping ticks cannot both write one. `id` only orders the rows
+    as written, across workspaces; it is on no wire and in no signature.
     """
 
-    seq = models.BigIntegerField(primary_key=True)
+    id = models.BigAutoField(primary_key=True)
+    workspace = models.CharField(max_length=64, default="", blank=True)
+    seq = models.BigIntegerField()
     at = models.DateTimeField()
     previous = models.CharField(max_length=64)
     root = models.CharField(max_length=64)
     runs = models.JSONField(default=list)
     signature = models.CharField(max_length=128)
 
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "seq"], name="one_checkpoint_per_seq")]
+
     def __str__(self) -> str:
-        return f"checkpoint {self.seq}"
+        return f"checkpoint {self.seq} of {self.workspace}" if self.workspace else f"checkpoint {self.seq}"
 
 
 class AuditRunHead(models.Model):
-    """The head and count of a run's chain as last sealed, and by which checkpoint: how the next checkpoint
-    tells which chains changed. A convenience for the writer, never trusted by the verifier."""
+    """The head and count of a run's chain as last sealed, and by which checkpoint (`seq` in the run's
+    workspace's chain, or the legacy one): how the next checkpoint tells which chains changed. A convenience
+    for the writer, never trusted by the verifier."""
 
     run_id = models.UUIDField(primary_key=True)
     head = models.CharField(max_length=64)

@@ -3,8 +3,11 @@
 The chains themselves are written by the one event writer (claims.write_events,
 sql/rows.py `CHAIN_CALL`: the function of migration 0017); the arithmetic is suspensions/audit.py.
 
-Checkpoints (`write_checkpoint`, the beat's task): one transaction, no run
-lock. Event ids are drawn before commit, so they are not in commit order: an
+Checkpoints (`write_checkpoint`, the beat's task): one chain per workspace
+(a tenant), so what a workspace receives and exports moves with its own runs
+only (issue 50, item 7; docs/decisions.md, "One checkpoint chain per
+workspace"). A tick writes one checkpoint for each workspace with a changed
+run, in one transaction, no run lock. Event ids are drawn before commit, so they are not in commit order: an
 event may commit after a checkpoint with a smaller id and an earlier `at`
 (its transaction's clock) than events the checkpoint saw. So "the runs whose
 chain changed since" is not "events with a larger id": the candidates are
@@ -13,8 +16,8 @@ grace window (AUDIT_CHECKPOINT_GRACE_SECONDS, far longer than any
 transition's transaction), and a candidate is sealed only when its current
 head and count differ from what was last sealed for it (AuditRunHead). A late
 event is thus sealed by the next checkpoint, and a run is never sealed twice
-at the same head. Two overlapping ticks cannot both write: `seq` is the
-primary key, and the loser's INSERT fails and writes nothing.
+at the same head. Two overlapping ticks cannot both write: (workspace, seq)
+is unique, and the loser's INSERT fails and its tick writes nothing.
 
 Verification (`verify_run`, `verify_all`) trusts nothing in the database
 but the public key: it recomputes every hash, every root and every signature.
@@ -33,7 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, Min, OuterRef, Q, Subquery
 
 from .. import audit
 from ..clock import db_now
@@ -65,7 +68,11 @@ def public_key() -> str:
 
 def signature_valid(checkpoint: AuditCheckpoint, key: Ed25519PublicKey) -> bool:
     text = audit.signed_text(
-        seq=checkpoint.seq, at=audit.rfc3339(checkpoint.at), previous=checkpoint.previous, root=checkpoint.root
+        workspace=checkpoint.workspace,
+        seq=checkpoint.seq,
+        at=audit.rfc3339(checkpoint.at),
+        previous=checkpoint.previous,
+        root=checkpoint.root,
     )
     try:
         key.verify(base64.b64decode(checkpoint.signature), text)
@@ -74,64 +81,91 @@ def signature_valid(checkpoint: AuditCheckpoint, key: Ed25519PublicKey) -> bool:
     return True
 
 
+def label(checkpoint: AuditCheckpoint | None, *, workspace: str = "", seq: int | str = 0) -> str:
+    """How problems name a checkpoint: `checkpoint 3 of acme`, or `checkpoint 3` in the legacy chain."""
+    if checkpoint is not None:
+        workspace, seq = checkpoint.workspace, checkpoint.seq
+    return f"checkpoint {seq} of {workspace}" if workspace else f"checkpoint {seq}"
+
+
 # -- writing a checkpoint -----------------------------------------------------------------------
 
 
-def _changed_heads(since: datetime | None) -> list[list[Any]]:
-    """[run_id, head, count] of each run whose chain differs from what was last sealed for it, by run id."""
+def _changed_heads(since: datetime | None) -> dict[str, list[list[Any]]]:
+    """Each workspace's [run_id, head, count] of the runs whose chain differs from what was last sealed for it."""
     events = Event.objects.all()
     if since is not None:
         events = events.filter(run_id__in=Event.objects.filter(at__gte=since).values("run_id"))
     newest = Event.objects.filter(run_id=OuterRef("run_id")).order_by("-id").values("hash")[:1]
-    heads = events.values("run_id").annotate(count=Count("id"), head=Subquery(newest)).order_by("run_id")
-    found = [[str(h["run_id"]), h["head"], h["count"]] for h in heads]
-    sealed = {str(r.run_id): (r.head, r.count) for r in AuditRunHead.objects.filter(run_id__in=[f[0] for f in found])}
-    return [f for f in found if sealed.get(f[0]) != (f[1], f[2])]
+    heads = (
+        events.values("run_id")
+        .annotate(count=Count("id"), head=Subquery(newest), workspace=Min("scope_l1"))
+        .order_by("run_id")
+    )
+    found = [(h["workspace"], [str(h["run_id"]), h["head"], h["count"]]) for h in heads]
+    sealed = {
+        str(r.run_id): (r.head, r.count) for r in AuditRunHead.objects.filter(run_id__in=[f[1][0] for f in found])
+    }
+    changed: dict[str, list[list[Any]]] = {}
+    for workspace, line in found:
+        if sealed.get(line[0]) != (line[1], line[2]):
+            changed.setdefault(workspace, []).append(line)
+    return changed
 
 
-def write_checkpoint() -> AuditCheckpoint | None:
-    """Seal the chains that changed since the last checkpoint; None when none did (or another tick won the seq).
+def write_checkpoint() -> list[AuditCheckpoint]:
+    """Seal the chains that changed since the last tick: one checkpoint per workspace with a changed run, each
+    in that workspace's chain; none when nothing changed (or when another tick won a seq).
 
-    Announced as `audit.checkpoint` through the outbox, scope "" (every workspace-level endpoint).
+    Each is announced as `audit.checkpoint` through the outbox to its workspace's endpoints only.
     """
     try:
         with transaction.atomic():
-            return _write_checkpoint()
-    except IntegrityError:  # another tick wrote this seq first: it sealed the same changes
-        return None
+            return _write_checkpoints()
+    except IntegrityError:  # another tick wrote one of these (workspace, seq) first: it sealed the same changes
+        return []
 
 
-def _write_checkpoint() -> AuditCheckpoint | None:
+def _write_checkpoints() -> list[AuditCheckpoint]:
     now = db_now()
-    last = AuditCheckpoint.objects.order_by("-seq").first()
+    last = AuditCheckpoint.objects.order_by("-id").first()  # the last tick's (every tick's rows share one `at`)
     grace = timedelta(seconds=settings.AUDIT_CHECKPOINT_GRACE_SECONDS)
-    runs = _changed_heads(None if last is None else last.at - grace)
-    if not runs:
-        return None
-    previous, seq = (last.root, last.seq + 1) if last else (audit.GENESIS, 1)
-    root = audit.checkpoint_root(previous, runs)
-    text = audit.signed_text(seq=seq, at=audit.rfc3339(now), previous=previous, root=root)
-    signature = base64.b64encode(signing_key().sign(text)).decode()
-    checkpoint = AuditCheckpoint.objects.create(
-        seq=seq, at=now, previous=previous, root=root, runs=runs, signature=signature
-    )
+    changed = _changed_heads(None if last is None else last.at - grace)
+    if not changed:
+        return []
+    heads = AuditCheckpoint.objects.filter(workspace__in=changed).order_by("workspace", "-seq").distinct("workspace")
+    latest = {c.workspace: c for c in heads}
+    checkpoints = [_sealed(w, runs, latest.get(w), now) for w, runs in sorted(changed.items())]
+    AuditCheckpoint.objects.bulk_create(checkpoints)
     AuditRunHead.objects.bulk_create(
-        [AuditRunHead(run_id=r, head=h, count=n, seq=seq) for r, h, n in runs],
+        [AuditRunHead(run_id=r, head=h, count=n, seq=c.seq) for c in checkpoints for r, h, n in c.runs],
         update_conflicts=True,
         unique_fields=["run_id"],
         update_fields=["head", "count", "seq"],
     )
-    _announce(checkpoint)
-    return checkpoint
+    _announce(checkpoints)
+    return checkpoints
+
+
+def _sealed(workspace: str, runs: list[list[Any]], last: AuditCheckpoint | None, now: datetime) -> AuditCheckpoint:
+    """The workspace's next checkpoint over `runs`, chained to its `last` one and signed (not saved)."""
+    previous, seq = (last.root, last.seq + 1) if last else (audit.GENESIS, 1)
+    root = audit.checkpoint_root(previous, runs)
+    text = audit.signed_text(workspace=workspace, seq=seq, at=audit.rfc3339(now), previous=previous, root=root)
+    signature = base64.b64encode(signing_key().sign(text)).decode()
+    return AuditCheckpoint(
+        workspace=workspace, seq=seq, at=now, previous=previous, root=root, runs=runs, signature=signature
+    )
 
 
 def checkpoint_data(checkpoint: AuditCheckpoint) -> dict[str, Any]:
-    """What `audit.checkpoint` carries: enough to check the signature, not the runs (they name other tenants').
+    """What `audit.checkpoint` carries: enough to check the signature, not the runs.
 
-    Not even how many runs it sealed: every workspace's endpoint gets it, and
-    the count moved with the other tenants' activity (issue 50, item 7).
+    Not how many runs it sealed either (issue 50, item 7): only the
+    workspace's own endpoints get it, but the lines stay in the export.
     """
     return {
+        "workspace": checkpoint.workspace,
         "seq": checkpoint.seq,
         "at": audit.rfc3339(checkpoint.at),
         "root": checkpoint.root,
@@ -141,13 +175,17 @@ def checkpoint_data(checkpoint: AuditCheckpoint) -> dict[str, Any]:
     }
 
 
-def _announce(checkpoint: AuditCheckpoint) -> None:
-    row = OutboxEvent(type=EventType.AUDIT_CHECKPOINT, data=checkpoint_data(checkpoint), created_at=checkpoint.at)
-    row.stamp_scope("")
+def _announce(checkpoints: list[AuditCheckpoint]) -> None:
+    """One `audit.checkpoint` per checkpoint, scoped to its workspace: its endpoints there get it, no other's."""
+    rows = []
+    for checkpoint in checkpoints:
+        row = OutboxEvent(type=EventType.AUDIT_CHECKPOINT, data=checkpoint_data(checkpoint), created_at=checkpoint.at)
+        row.stamp_scope(checkpoint.workspace)
+        rows.append(row)
     writes = Writes()
-    writes.insert([row])
+    writes.insert(rows)
     writes.send()
-    outbox.enqueue_fan_out_of([row])
+    outbox.enqueue_fan_out_of(rows)
 
 
 # -- verifying --------------------------------------------------------------------------------------
@@ -169,12 +207,12 @@ def chain_of(run_id: UUID | str) -> list[dict[str, Any]]:
     return list(Event.objects.filter(run_id=run_id).order_by("id").values(*COVERED))
 
 
-def sealed_line_problem(run_id: str, seq: int, head: str, count: int, events: list[dict[str, Any]]) -> str | None:
-    """Does checkpoint `seq`'s line for the run still match the chain's first `count` events?"""
+def sealed_line_problem(run_id: str, name: str, head: str, count: int, events: list[dict[str, Any]]) -> str | None:
+    """Does the line of checkpoint `name` (its `label`) for the run still match the chain's first `count` events?"""
     if len(events) < count:
-        return f"run {run_id}: checkpoint {seq} sealed {count} events, {len(events)} remain (events deleted)"
+        return f"run {run_id}: {name} sealed {count} events, {len(events)} remain (events deleted)"
     if events[count - 1]["hash"] != head:
-        return f"run {run_id}: checkpoint {seq} sealed head {head} at event {count}; the chain there differs"
+        return f"run {run_id}: {name} sealed head {head} at event {count}; the chain there differs"
     return None
 
 
@@ -186,11 +224,12 @@ def verify_run(run_id: UUID | str) -> RunVerdict:
     rid = str(run_id)
     events = chain_of(rid)
     walked = audit.walk(events)
-    sealing = list(AuditCheckpoint.objects.filter(runs__contains=[[rid]]).order_by("seq"))
+    sealing = list(AuditCheckpoint.objects.filter(runs__contains=[[rid]]).order_by("id"))
     problems = [walked.problem]
     for checkpoint in sealing:
         problems.append(checkpoint_problem(checkpoint, None))
-        problems += [sealed_line_problem(rid, checkpoint.seq, h, n, events) for r, h, n in checkpoint.runs if r == rid]
+        name = label(checkpoint)
+        problems += [sealed_line_problem(rid, name, h, n, events) for r, h, n in checkpoint.runs if r == rid]
     problem = next((p for p in problems if p), None)
     seq = sealing[-1].seq if sealing else None
     return RunVerdict(run_id=rid, ok=problem is None, events=walked.checked, problem=problem, checkpoint=seq)
@@ -198,13 +237,14 @@ def verify_run(run_id: UUID | str) -> RunVerdict:
 
 def checkpoint_problem(checkpoint: AuditCheckpoint, previous: str | None) -> str | None:
     """The checkpoint's own checks: its root recomputed, its link to the previous root (when given), its signature."""
+    name = label(checkpoint)
     if previous is not None and checkpoint.previous != previous:
-        return f"checkpoint {checkpoint.seq}: its previous root does not match checkpoint {checkpoint.seq - 1}'s root"
+        return f"{name}: its previous root does not match checkpoint {checkpoint.seq - 1}'s root"
     if audit.checkpoint_root(checkpoint.previous, checkpoint.runs) != checkpoint.root:
-        return f"checkpoint {checkpoint.seq}: its root does not match its lines (altered)"
+        return f"{name}: its root does not match its lines (altered)"
     key = signing_key().public_key()
     if not signature_valid(checkpoint, key):
-        return f"checkpoint {checkpoint.seq}: its signature does not verify (altered)"
+        return f"{name}: its signature does not verify (altered)"
     return None
 
 
@@ -218,25 +258,32 @@ class Report:
     problems: list[str] = field(default_factory=list)
 
 
-def verify_checkpoints(report: Report) -> dict[str, list[tuple[int, str, int]]]:
-    """Walk every checkpoint by seq: gaps, links, roots, signatures. Returns each run's sealed lines."""
-    lines: dict[str, list[tuple[int, str, int]]] = {}
-    expected_seq, previous = 1, audit.GENESIS
-    link: str | None = previous
-    for checkpoint in AuditCheckpoint.objects.order_by("seq").iterator(chunk_size=200):
+# Each run's sealed lines: (the checkpoint's label, head, count), oldest first.
+Sealed = dict[str, list[tuple[str, str, int]]]
+
+
+def verify_checkpoints(report: Report) -> Sealed:
+    """Walk each chain of checkpoints (the legacy one, then each workspace's) by seq: gaps, links, roots,
+    signatures. Returns each run's sealed lines, oldest first (a run's legacy lines, then its workspace's)."""
+    lines: Sealed = {}
+    workspace: str | None = None
+    expected_seq, link = 1, audit.GENESIS
+    for checkpoint in AuditCheckpoint.objects.order_by("workspace", "seq").iterator(chunk_size=200):
+        if checkpoint.workspace != workspace:  # the next chain starts
+            workspace, expected_seq, link = checkpoint.workspace, 1, audit.GENESIS
         if checkpoint.seq != expected_seq:
-            missing = (
-                f"{expected_seq}" if checkpoint.seq == expected_seq + 1 else f"{expected_seq}-{checkpoint.seq - 1}"
-            )
-            report.problems.append(f"checkpoint {missing}: missing (a gap in seq)")
-            link = None  # the link across a gap cannot be checked
-        problem = checkpoint_problem(checkpoint, link)
+            last = checkpoint.seq - 1
+            span = f"{expected_seq}" if last == expected_seq else f"{expected_seq}-{last}"
+            report.problems.append(f"{label(None, workspace=checkpoint.workspace, seq=span)}: missing (a gap in seq)")
+        # the link across a gap cannot be checked
+        problem = checkpoint_problem(checkpoint, link if checkpoint.seq == expected_seq else None)
         if problem:
             report.problems.append(problem)
-        for r, h, n in checkpoint.runs:
-            lines.setdefault(str(r), []).append((checkpoint.seq, h, int(n)))
         report.checkpoints += 1
         expected_seq, link = checkpoint.seq + 1, checkpoint.root
+        name = label(checkpoint)
+        for r, h, n in checkpoint.runs:
+            lines.setdefault(str(r), []).append((name, h, int(n)))
     return lines
 
 
@@ -281,19 +328,17 @@ def verify_all(*, scope: str | None = None, run_id: str | None = None) -> Report
         if walked.problem:
             report.problems.append(f"run {rid}: {walked.problem}")
             continue
-        for seq, head, count in lines.get(rid, []):
-            problem = sealed_line_problem(rid, seq, head, count, events)
+        for name, head, count in lines.get(rid, []):
+            problem = sealed_line_problem(rid, name, head, count, events)
             if problem:
                 report.problems.append(problem)
                 break
     for rid in _sealed_runs_without_events(lines, seen, scope, run_id):
-        report.problems.append(f"run {rid}: sealed by checkpoint {lines[rid][-1][0]}, but it has no events (deleted)")
+        report.problems.append(f"run {rid}: sealed by {lines[rid][-1][0]}, but it has no events (deleted)")
     return report
 
 
-def _sealed_runs_without_events(
-    lines: dict[str, list[tuple[int, str, int]]], seen: set[str], scope: str | None, run_id: str | None
-) -> list[str]:
+def _sealed_runs_without_events(lines: Sealed, seen: set[str], scope: str | None, run_id: str | None) -> list[str]:
     """Sealed runs whose events are all gone; under --scope only those whose run row is in it (or gone too)."""
     gone = sorted(r for r in lines if r not in seen and (run_id is None or r == run_id))
     if scope is None or not gone:

@@ -47,8 +47,9 @@ DELIVER_TASK = "suspensions.tasks.deliver_endpoint"
 # An event held back behind an earlier event of its run (being fanned out elsewhere) is tried again this soon.
 DEFERRED_COUNTDOWN = 1.0
 BATCH = 200
-# The scope of an event about the whole service, not a run (`audit.checkpoint`, DESIGN §20): it goes to
-# every workspace-level endpoint, an auditor's or a tenant's, so a copy of each seal lives outside the database.
+# The scope of an event about the whole service, not a run: it goes to every workspace-level endpoint. Only
+# the `audit.checkpoint` rows written before there was one checkpoint chain per workspace have it; a checkpoint
+# is now stamped with its workspace's scope and goes to that workspace's endpoints only (docs/auditors.md).
 SYSTEM = ""
 
 # -- writing, in the transition's transaction ------------------------------------------------

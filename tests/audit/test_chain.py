@@ -93,7 +93,7 @@ def test_verify_run_answers_ok_with_the_count_and_names_an_altered_event(engine)
     s = pause(engine)
     verdict = sealing.verify_run(s["run_id"])
     assert (verdict.ok, verdict.events, verdict.problem, verdict.checkpoint) == (True, 2, None, None)
-    checkpoint = sealing.write_checkpoint()
+    (checkpoint,) = sealing.write_checkpoint()
     assert sealing.verify_run(s["run_id"]).checkpoint == checkpoint.seq
     first = stored(s["run_id"])[0]["id"]
     with connection.cursor() as cursor:
@@ -105,38 +105,39 @@ def test_verify_run_answers_ok_with_the_count_and_names_an_altered_event(engine)
 
 def test_a_checkpoint_seals_changed_runs_signed_and_chained_to_the_previous_root(engine):
     a, b = pause(engine), pause(engine)
-    first = sealing.write_checkpoint()
-    assert (first.seq, first.previous) == (1, "0" * 64)
+    (first,) = sealing.write_checkpoint()
+    assert (first.workspace, first.seq, first.previous) == ("acme", 1, "0" * 64)
     assert sorted(r for r, _, _ in first.runs) == sorted([a["run_id"], b["run_id"]])
     assert first.root == audit.checkpoint_root(first.previous, first.runs)
     key = Ed25519PublicKey.from_public_bytes(base64.b64decode(sealing.public_key()))
     assert sealing.signature_valid(first, key)
-    assert sealing.write_checkpoint() is None  # nothing changed
+    assert sealing.write_checkpoint() == []  # nothing changed
     assert post(engine, f"/api/v1/runs/{a['run_id']}/cancel", {"revision": 2}).status_code == 200
-    second = sealing.write_checkpoint()
+    (second,) = sealing.write_checkpoint()
     assert (second.seq, second.previous) == (2, first.root)
     assert second.runs == [[a["run_id"], stored(a["run_id"])[-1]["hash"], 3]]
 
 
 def test_an_event_committed_late_with_an_earlier_clock_is_sealed_by_the_next_checkpoint(engine):
     s = pause(engine)
-    first = sealing.write_checkpoint()
+    (first,) = sealing.write_checkpoint()
     run = Run.objects.get(pk=s["run_id"])
     late = event(run, "noted", "tester", first.at - timedelta(seconds=30))  # its transaction read the clock before
     with transaction.atomic():
         writes = Writes()
         write_events(writes, late)
         writes.send()
-    second = sealing.write_checkpoint()
+    (second,) = sealing.write_checkpoint()
     assert second.runs == [[s["run_id"], late.hash, 3]]
 
 
-def test_each_checkpoint_is_announced_with_its_signature_and_no_run_ids_nor_count_of_all_tenants_runs(engine):
+def test_each_checkpoint_is_announced_in_its_workspace_with_its_signature_and_no_run_ids_nor_count(engine):
     pause(engine)
-    checkpoint = sealing.write_checkpoint()
+    (checkpoint,) = sealing.write_checkpoint()
     announced = OutboxEvent.objects.get(type="audit.checkpoint")
-    assert (announced.scope, announced.run_id) == ("", None)
+    assert (announced.scope, announced.run_id) == ("acme", None)
     assert announced.data == {
+        "workspace": "acme",
         "seq": checkpoint.seq,
         "at": audit.rfc3339(checkpoint.at),
         "root": checkpoint.root,
@@ -147,22 +148,23 @@ def test_each_checkpoint_is_announced_with_its_signature_and_no_run_ids_nor_coun
     assert AuditCheckpoint.objects.count() == 1
 
 
-def test_a_checkpoint_goes_to_every_workspace_endpoint_that_wants_it_and_to_no_deeper_one(engine, monkeypatch):
+def test_a_checkpoint_goes_to_its_workspaces_endpoint_that_wants_it_not_deeper_nor_elsewhere(engine, monkeypatch):
     from suspensions.models import WebhookMessage
     from suspensions.services import outbox
     from tests.push.conftest import make_endpoint
 
     monkeypatch.setattr(outbox.current_app, "send_task", lambda *args, **kwargs: None)
-    everything, auditors = make_endpoint("acme"), make_endpoint("beta", event_types=["audit.checkpoint"])
+    everything = make_endpoint("acme")
+    make_endpoint("beta", event_types=["audit.checkpoint"])  # another workspace's auditors
     make_endpoint("acme/support")
     make_endpoint("gamma", event_types=["run.finished"])
     pause(engine)
     outbox.fan_out()
     WebhookMessage.objects.all().delete()
-    checkpoint = sealing.write_checkpoint()
+    (checkpoint,) = sealing.write_checkpoint()
     outbox.fan_out()
     sent = WebhookMessage.objects.filter(type="audit.checkpoint")
-    assert sorted(m.endpoint_id for m in sent) == sorted([everything.id, auditors.id])
+    assert [m.endpoint_id for m in sent] == [everything.id]
     body = json.loads(sent[0].body)
     assert (body["type"], body["data"]["seq"], body["data"]["root"]) == ("audit.checkpoint", 1, checkpoint.root)
 

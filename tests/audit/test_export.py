@@ -58,7 +58,7 @@ def test_the_public_key_is_the_auditors_and_verifies_the_checkpoints(auditor, en
     problem(engine.get("/api/v1/audit/public-key"), 403, "forbidden")
 
 
-def test_the_export_holds_the_auditors_scopes_only_then_the_checkpoints_with_their_runs_only(auditor, engine, token):
+def test_the_export_holds_the_auditors_scopes_only_then_their_workspaces_checkpoints_only(auditor, engine, token):
     mine = pause(engine)
     theirs = pause(client(token("beta", ["engine"], "beta-engine")), scope="beta")
     sealing.write_checkpoint()
@@ -69,7 +69,7 @@ def test_the_export_holds_the_auditors_scopes_only_then_the_checkpoints_with_the
     assert theirs["run_id"] not in json.dumps(lines)
     (checkpoint,) = [line for line in lines if line["type"] == "checkpoint"]
     assert checkpoint["runs"] == [[mine["run_id"], events[-1]["hash"], 2]]
-    assert checkpoint["complete"] is False
+    assert (checkpoint["workspace"], checkpoint["seq"], checkpoint["complete"]) == ("acme", 1, True)
     assert lines[-1] is checkpoint or lines[-1] == checkpoint
 
 
@@ -131,7 +131,7 @@ def test_a_tampered_database_exports_a_trail_the_offline_check_refuses(auditor, 
         cursor.execute("DELETE FROM suspensions_event WHERE run_id = %s AND kind = 'suspended'", [s["run_id"]])
     code, out = offline(tmp_path, export(auditor))
     assert code == 1
-    assert f"run {s['run_id']}: checkpoint 1 sealed 2 events, the export has 1" in out
+    assert f"run {s['run_id']}: checkpoint 1 of acme sealed 2 events, the export has 1" in out
 
 
 def test_a_checkpoint_signed_by_another_key_is_refused_offline(auditor, engine, tmp_path):
@@ -143,7 +143,7 @@ def test_a_checkpoint_signed_by_another_key_is_refused_offline(auditor, engine, 
     key = base64.b64encode(raw.public_bytes(Encoding.Raw, PublicFormat.Raw)).decode()
     code, out = offline(tmp_path, export(auditor), key)
     assert code == 1
-    assert "checkpoint 1: its signature does not verify" in out
+    assert "checkpoint 1 of acme: its signature does not verify" in out
 
 
 def test_the_clients_copy_of_the_chain_arithmetic_is_the_services():

@@ -35,7 +35,7 @@ def verify(*args):
 
 @pytest.fixture
 def sealed(engine):
-    """Two runs with four events each, sealed by checkpoint 1; another run sealed by checkpoint 2."""
+    """Two runs with four events each, sealed by acme's checkpoint 1; another run sealed by its checkpoint 2."""
     runs = []
     for _ in range(2):
         s = pause(engine)
@@ -101,7 +101,7 @@ def test_an_edited_checkpoint_no_longer_matches(sealed):
     sql("UPDATE suspensions_auditcheckpoint SET runs = runs - 0 WHERE seq = 1")
     ok, _, err = verify()
     assert not ok
-    assert "checkpoint 1: its root does not match its lines (altered)" in err
+    assert "checkpoint 1 of acme: its root does not match its lines (altered)" in err
 
 
 def test_a_re_rooted_checkpoint_fails_its_signature_and_breaks_the_next_link(sealed):
@@ -109,8 +109,8 @@ def test_a_re_rooted_checkpoint_fails_its_signature_and_breaks_the_next_link(sea
     sql("UPDATE suspensions_auditcheckpoint SET runs = '[]', root = %s WHERE seq = 1", [fake])
     ok, _, err = verify()
     assert not ok
-    assert "checkpoint 1: its signature does not verify (altered)" in err
-    assert "checkpoint 2: its previous root does not match checkpoint 1's root" in err
+    assert "checkpoint 1 of acme: its signature does not verify (altered)" in err
+    assert "checkpoint 2 of acme: its previous root does not match checkpoint 1's root" in err
 
 
 def test_a_deleted_checkpoint_is_a_gap_in_seq(sealed, engine):
@@ -119,14 +119,14 @@ def test_a_deleted_checkpoint_is_a_gap_in_seq(sealed, engine):
     sql("DELETE FROM suspensions_auditcheckpoint WHERE seq = 2")
     ok, _, err = verify()
     assert not ok
-    assert "checkpoint 2: missing (a gap in seq)" in err
+    assert "checkpoint 2 of acme: missing (a gap in seq)" in err
 
 
 def test_a_runs_events_deleted_after_its_checkpoint_are_missed_by_name(sealed):
     sql("DELETE FROM suspensions_event WHERE run_id = %s", [sealed[1]])
     ok, _, err = verify()
     assert not ok
-    assert f"run {sealed[1]}: sealed by checkpoint 1, but it has no events (deleted)" in err
+    assert f"run {sealed[1]}: sealed by checkpoint 1 of acme, but it has no events (deleted)" in err
 
 
 def test_the_last_events_of_a_sealed_run_deleted_are_found_by_its_count(sealed):
@@ -134,7 +134,7 @@ def test_the_last_events_of_a_sealed_run_deleted_are_found_by_its_count(sealed):
     sql("DELETE FROM suspensions_event WHERE id = %s", [last])
     ok, _, err = verify()
     assert not ok
-    assert f"run {sealed[0]}: checkpoint 1 sealed 4 events, 3 remain (events deleted)" in err
+    assert f"run {sealed[0]}: checkpoint 1 of acme sealed 4 events, 3 remain (events deleted)" in err
 
 
 def test_scope_and_run_narrow_what_is_checked(sealed, token):

@@ -26,7 +26,8 @@ OPERATIONS = {
         summary="Export the audit trail",
         description="JSON Lines (`application/x-ndjson`), streamed: every event of the scopes you audit (or of "
         "`scope`), at or after `since` when given, in id order, each with its `prev_hash` and `hash`; then the "
-        "checkpoints from the last one before `since` on, each with the lines of the exported runs only. "
+        "checkpoints of their workspaces (one chain per workspace) from the last one before `since` on, each "
+        "with every line when you export its whole workspace (`complete`), else the lines of the exported runs. "
         "Each line says what it is in `type`. `suspensions-verify FILE --public-key KEY` checks it offline.",
         errors={400: ("invalid_request",), 403: ("forbidden",)},
     ),
@@ -44,7 +45,8 @@ _ROOT = audit.checkpoint_root(audit.GENESIS, _LINES)
 _KEY = Ed25519PrivateKey.from_private_bytes(b"an example key; it signs nothing")
 _PUBLIC = base64.b64encode(_KEY.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)).decode()
 _AT = "2026-11-30T21:15:00.000412Z"
-_SIGNATURE = base64.b64encode(_KEY.sign(audit.signed_text(seq=1, at=_AT, previous=audit.GENESIS, root=_ROOT))).decode()
+_TEXT = audit.signed_text(workspace="demo", seq=1, at=_AT, previous=audit.GENESIS, root=_ROOT)
+_SIGNATURE = base64.b64encode(_KEY.sign(_TEXT)).decode()
 
 EXAMPLES: dict[str, list[OpenApiExample]] = {
     "get_audit_public_key": [
@@ -54,7 +56,7 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
                 "algorithm": "ed25519",
                 "public_key": _PUBLIC,
                 "encoding": "base64 of the 32 raw bytes",
-                "signs": "each audit checkpoint: its seq, at, previous and root (docs/auditors.md)",
+                "signs": "each audit checkpoint: its workspace, seq, at, previous and root (docs/auditors.md)",
             },
             200,
         )
@@ -65,6 +67,7 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
             "a checkpoint line",
             {
                 "type": "checkpoint",
+                "workspace": "demo",
                 "seq": 1,
                 "at": _AT,
                 "previous": audit.GENESIS,

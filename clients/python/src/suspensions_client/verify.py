@@ -6,8 +6,10 @@ What it checks, trusting only the public key (kept from a trusted moment):
   the event before it; a run exported whole (its first event chains from 64
   zeros) is checked from its start, a run cut by `since` from its first
   exported event on;
-- every checkpoint's Ed25519 signature, and the root chain: each
-  checkpoint's `previous` is the root of the one before it, seq without gaps;
+- every checkpoint's Ed25519 signature (over the text that names its
+  workspace; a legacy checkpoint, workspace "", over the first text), and
+  each workspace's chain of roots: each checkpoint's `previous` is the root
+  of the one before it in its workspace, seq without gaps;
 - each checkpoint's root recomputed from its lines, when the export holds
   them all (`complete`); each line against the exported events, when the
   export holds that run whole: the event at `event_count` has `head_hash`.
@@ -75,25 +77,45 @@ def _walk_from(events: Sequence[Mapping[str, Any]]) -> audit.ChainResult:
     return audit.ChainResult(len(events), prev)
 
 
+def chains(checkpoints: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """The checkpoints by workspace (one chain each; "" the legacy chain, and an export older than the
+    chains per workspace), each in file order."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
+    for c in checkpoints:
+        found.setdefault(c.get("workspace") or "", []).append(c)
+    return found
+
+
+def label(c: Mapping[str, Any]) -> str:
+    """`checkpoint 3 of acme`, or `checkpoint 3` in the legacy chain (as `manage.py verify_audit` names them)."""
+    return f"checkpoint {c['seq']} of {c['workspace']}" if c.get("workspace") else f"checkpoint {c['seq']}"
+
+
 def check_checkpoints(checkpoints: Sequence[Mapping[str, Any]], key: Any, verdict: Verdict) -> None:
+    for chain in chains(checkpoints).values():
+        check_chain(chain, key, verdict)
+
+
+def check_chain(chain: Sequence[Mapping[str, Any]], key: Any, verdict: Verdict) -> None:
     from cryptography.exceptions import InvalidSignature
 
     previous: Mapping[str, Any] | None = None
-    for c in checkpoints:
+    for c in chain:
         verdict.checkpoints += 1
-        text = audit.signed_text(seq=c["seq"], at=c["at"], previous=c["previous"], root=c["root"])
+        workspace = c.get("workspace") or ""
+        text = audit.signed_text(workspace=workspace, seq=c["seq"], at=c["at"], previous=c["previous"], root=c["root"])
         try:
             key.verify(base64.b64decode(c["signature"]), text)
         except (InvalidSignature, ValueError):
-            verdict.problems.append(f"checkpoint {c['seq']}: its signature does not verify")
+            verdict.problems.append(f"{label(c)}: its signature does not verify")
         if previous is not None and c["seq"] != previous["seq"] + 1:
-            verdict.problems.append(f"checkpoint {previous['seq'] + 1}: missing (a gap in seq)")
+            verdict.problems.append(f"{label({**c, 'seq': previous['seq'] + 1})}: missing (a gap in seq)")
         elif previous is not None and c["previous"] != previous["root"]:
-            verdict.problems.append(f"checkpoint {c['seq']}: its previous root is not checkpoint {previous['seq']}'s")
+            verdict.problems.append(f"{label(c)}: its previous root is not checkpoint {previous['seq']}'s")
         elif previous is None and c["seq"] == 1 and c["previous"] != audit.GENESIS:
-            verdict.problems.append("checkpoint 1: its previous root is not 64 zeros")
+            verdict.problems.append(f"{label(c)}: its previous root is not 64 zeros")
         if c.get("complete") and audit.checkpoint_root(c["previous"], c["runs"]) != c["root"]:
-            verdict.problems.append(f"checkpoint {c['seq']}: its root does not match its lines")
+            verdict.problems.append(f"{label(c)}: its root does not match its lines")
         previous = c
 
 
@@ -105,11 +127,9 @@ def check_lines(runs: Mapping[str, list[dict[str, Any]]], checkpoints: Sequence[
                 continue  # not exported whole: nothing to hold the line to
             v.lines_checked += 1
             if len(events) < count:
-                v.problems.append(
-                    f"run {run_id}: checkpoint {c['seq']} sealed {count} events, the export has {len(events)}"
-                )
+                v.problems.append(f"run {run_id}: {label(c)} sealed {count} events, the export has {len(events)}")
             elif events[count - 1]["hash"] != head:
-                v.problems.append(f"run {run_id}: checkpoint {c['seq']} sealed another head at event {count}")
+                v.problems.append(f"run {run_id}: {label(c)} sealed another head at event {count}")
 
 
 def verify(lines: Iterable[str], public_key: str) -> Verdict:
