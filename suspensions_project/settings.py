@@ -227,6 +227,8 @@ if API_THROTTLE_RATE and not re.fullmatch(r"[1-9][0-9]*/[smhd][a-z]*", API_THROT
     raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 100/min (s, min, hour, day): {API_THROTTLE_RATE!r}")
 
 SUSPENSION_TTL_SECONDS = env_int("SUSPENSION_TTL_SECONDS", default=86400, minimum=0)
+# docs/api.md §4: how many Idempotency-Keys younger than 24 hours one principal may hold; a new one past it is 429.
+IDEMPOTENCY_KEYS_PER_PRINCIPAL = env_int("IDEMPOTENCY_KEYS_PER_PRINCIPAL", default=10000, minimum=1)
 SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", default=60, minimum=1)
 SWEEP_BATCH_SIZE = env_int("SWEEP_BATCH_SIZE", default=1000, minimum=1)
 SWEEP_TIME_LIMIT_SECONDS = env_int("SWEEP_TIME_LIMIT_SECONDS", default=300, minimum=1)
