@@ -117,7 +117,9 @@ def possible_errors(method: str, path: str, operation: dict[str, Any]) -> set[in
     if "requestBody" not in operation:
         # A keyed create refuses a bad Idempotency-Key, body or not, and a new key past the allowance.
         return allowed | {409, 410} | ({400, 429} if keyed_operation(operation) else set())
-    return allowed | {400, 404, 409, 410, 413, 422} | ({429} if keyed_operation(operation) else set())
+    # A keyed create past the principal's keys, an early result past the run's allowance.
+    allowances = keyed_operation(operation) or path.endswith("/early-results")
+    return allowed | {400, 404, 409, 410, 413, 422} | ({429} if allowances else set())
 
 
 def keyed_operation(operation: dict[str, Any]) -> bool:
