@@ -119,12 +119,13 @@ OPERATIONS = {
         description="The `callback_url` of a pause stored with `callback: true`: POST the one-shot resume body, "
         "with no token. It resumes the pause exactly as `POST /runs/{id}/resume` would (same digests, bounds, "
         "receipts; the identical body again is the replay, 200) and records the actor `callback`. The URL is "
-        "the capability: a tampered token, one past the pause's deadline, a body naming another pause, or any "
-        "other method is a 404.",
+        "the capability: a tampered token, a body naming another pause, or any other method is a 404. Past the "
+        "pause's deadline it is `410 suspension_expired`, as the engine's own resume would be.",
         errors={
             400: ("invalid_request",),
             404: ("not_found",),
             409: (STALE, "admission_conflict", "not_suspended", "version_drift"),
+            410: ("suspension_expired",),
             413: ("input_too_large", "request_too_large"),
             422: ("results_mismatch",),
         },
