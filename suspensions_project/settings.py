@@ -95,6 +95,8 @@ MIDDLEWARE = [
     "suspensions.middleware.ContentSecurityPolicyMiddleware",
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
+    # Next: a path, query string or form body that is not UTF-8 is a 400 before any view reads it.
+    "suspensions.middleware.Utf8RequestMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves /static/ from STATIC_ROOT (collectstatic) in the web process itself, before sessions or auth.
