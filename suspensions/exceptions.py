@@ -133,6 +133,12 @@ class SuspensionExpired(ServiceError):
     status, code, title = 410, "suspension_expired", "The pause passed its deadline"
 
 
+class DeletedSince(ServiceError):
+    """A keyed request replayed after what its first answer names was deleted (docs/api.md, §4)."""
+
+    status, code, title = 410, "deleted_since", "What this key's first answer names has since been deleted"
+
+
 class InputTooLarge(ServiceError):
     status, code, title = 413, "input_too_large", "The retained input is over 8 MiB"
 
@@ -147,6 +153,16 @@ class ResultsMismatch(ServiceError):
 
 class ArgumentsInvalid(ServiceError):
     status, code, title = 422, "arguments_invalid", "The edited arguments do not match the call's schema"
+
+
+class Throttled(ServiceError):
+    """Over a per-principal allowance (idempotency keys): `retry_after` seconds until room frees up."""
+
+    status, code, title = 429, "throttled", "Too many requests; retry after Retry-After seconds"
+
+    def __init__(self, detail: str | None = None, *, retry_after: int, **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.retry_after = max(1, retry_after)
 
 
 class Unavailable(ServiceError):

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -45,6 +46,69 @@ class RequestSizeLimitMiddleware:
                 RequestTooLarge(f"the body is {size} bytes; at most {settings.MAX_REQUEST_BYTES}")
             )
         return self.get_response(request)
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+class Utf8RequestMiddleware:
+    """400 invalid_request for a path, query string or form body that is not UTF-8, before any view reads it.
+
+    Django decodes all three with errors="replace", so a bad byte reached the
+    views as U+FFFD: a filter then matched nothing (`?agent_id=%ff` answered
+    200) while other parameters happened to refuse it. One check here covers
+    every parameter of every view, the console's and Slack's forms included;
+    the error names each parameter (or `path`) that is not UTF-8.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        errors = _pairs_not_utf8(_raw(request.META.get("QUERY_STRING", "")))
+        if _not_utf8(_raw_path(request)):
+            errors["path"] = ["The path is not UTF-8."]
+        if request.content_type == FORM and not errors:
+            errors = _pairs_not_utf8(request.body)
+        if errors:
+            return problem_json_response(InvalidRequest("The request holds bytes that are not UTF-8.", errors=errors))
+        return self.get_response(request)
+
+
+def _raw(text: str) -> bytes:
+    """The bytes a WSGI string carries (PEP 3333: each byte as one latin-1 character)."""
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:  # not from a WSGI server: text already, checked as it would be sent
+        return text.encode("utf-8", "surrogatepass")
+
+
+def _raw_path(request: HttpRequest) -> bytes:
+    """The path's bytes as sent. Django replaces PATH_INFO with a copy that re-percent-encodes bad bytes
+    (repercent_broken_unicode), so the request line the server keeps is read: gunicorn's RAW_URI, uWSGI's
+    REQUEST_URI. Without either, the path as Django holds it, which is then always UTF-8."""
+    uri = request.META.get("RAW_URI") or request.META.get("REQUEST_URI")
+    if uri is None:
+        return _raw(request.META.get("PATH_INFO", ""))
+    return unquote_to_bytes(_raw(uri).partition(b"?")[0])
+
+
+def _not_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _pairs_not_utf8(raw: bytes) -> dict[str, list[str]]:
+    """Each `name=value` of a query string or form body whose name or value decodes to no UTF-8, by name."""
+    errors: dict[str, list[str]] = {}
+    for pair in raw.split(b"&"):
+        name, _, value = (unquote_to_bytes(part.replace(b"+", b" ")) for part in pair.partition(b"="))
+        if _not_utf8(name) or _not_utf8(value):
+            errors[name.decode("utf-8", "replace")] = ["Not UTF-8: percent-encode the UTF-8 bytes of the text."]
+    return errors
 
 
 def _drop_body(request: HttpRequest) -> None:

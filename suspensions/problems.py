@@ -26,6 +26,8 @@ def problem_body(error: ServiceError) -> dict[str, Any]:
 def problem_headers(error: ServiceError) -> dict[str, str]:
     if error.status == 401:
         return {"WWW-Authenticate": BEARER_CHALLENGE}
+    if error.status == 429:
+        return {"Retry-After": str(getattr(error, "retry_after", RETRY_AFTER_SECONDS))}
     return {"Retry-After": RETRY_AFTER_SECONDS} if error.status == 503 else {}
 
 

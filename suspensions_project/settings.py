@@ -95,6 +95,8 @@ MIDDLEWARE = [
     "suspensions.middleware.ContentSecurityPolicyMiddleware",
     # Next, so an oversized body is refused before anything reads it.
     "suspensions.middleware.RequestSizeLimitMiddleware",
+    # Next: a path, query string or form body that is not UTF-8 is a 400 before any view reads it.
+    "suspensions.middleware.Utf8RequestMiddleware",
     "suspensions.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves /static/ from STATIC_ROOT (collectstatic) in the web process itself, before sessions or auth.
@@ -228,6 +230,8 @@ if API_THROTTLE_RATE and not re.fullmatch(r"[1-9][0-9]*/[smhd][a-z]*", API_THROT
     raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 100/min (s, min, hour, day): {API_THROTTLE_RATE!r}")
 
 SUSPENSION_TTL_SECONDS = env_int("SUSPENSION_TTL_SECONDS", default=86400, minimum=0)
+# docs/api.md §4: how many Idempotency-Keys younger than 24 hours one principal may hold; a new one past it is 429.
+IDEMPOTENCY_KEYS_PER_PRINCIPAL = env_int("IDEMPOTENCY_KEYS_PER_PRINCIPAL", default=10000, minimum=1)
 SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", default=60, minimum=1)
 SWEEP_BATCH_SIZE = env_int("SWEEP_BATCH_SIZE", default=1000, minimum=1)
 SWEEP_TIME_LIMIT_SECONDS = env_int("SWEEP_TIME_LIMIT_SECONDS", default=300, minimum=1)
@@ -325,6 +329,9 @@ CELERY_BEAT_SCHEDULE["notification-sweep"] = {
 MAX_INPUT_BYTES = 8 * 1024 * 1024
 MAX_REQUEST_BYTES = MAX_INPUT_BYTES + 64 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+# docs/api.md, "Early results": what one run may hold of unexpired early results, in number and in bytes.
+EARLY_RESULTS_PER_RUN = env_int("EARLY_RESULTS_PER_RUN", default=64, minimum=1)
+EARLY_RESULT_BYTES_PER_RUN = env_int("EARLY_RESULT_BYTES_PER_RUN", default=MAX_INPUT_BYTES, minimum=1)
 
 # Django's ModelBackend plus the sign-in lockout (DESIGN §16), for the console and the admin alike.
 AUTHENTICATION_BACKENDS = ["suspensions.logins.LockoutBackend"]

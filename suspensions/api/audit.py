@@ -21,10 +21,12 @@ from ..principals import Principal
 from ..services import audit
 from . import docs, shapes
 from .authentication import principal_of
+from .filtering import refuse_unknown
 
 NDJSON = "application/x-ndjson"
 # Events are read in keyset pages on id: no server-side cursor (PgBouncer may forbid them), flat memory.
 PAGE = 2000
+EXPORT_PARAMETERS = ("scope", "since")
 COLUMNS = ("id", "run_id", "scope", "kind", "actor", "revision", "data", "at", "prev_hash", "hash")
 
 
@@ -54,6 +56,7 @@ class AuditExport(APIView):
     def get(self, request: Request) -> StreamingHttpResponse:
         principal = principal_of(request)
         require_auditor(principal)
+        refuse_unknown(request.query_params, EXPORT_PARAMETERS)  # as the lists do (docs/api.md §9)
         scope, since = export_query(principal, request.query_params)
         events = selectors.audit_events(principal, scope=scope, since=since)
         checkpoints = selectors.audit_checkpoints(selectors.audit_workspaces(principal, scope), since)

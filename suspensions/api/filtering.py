@@ -6,6 +6,7 @@ if it had matched. Bodies refuse unknown fields; query strings do the same:
 400 `invalid_request` naming each unknown parameter, before any query runs.
 """
 
+from collections.abc import Collection
 from typing import Any
 
 from django.db.models import QuerySet
@@ -24,12 +25,17 @@ class StrictFilterBackend(DjangoFilterBackend):
         for name in ("cursor_query_param", "page_size_query_param"):
             if getattr(paginator, name, None):
                 known.add(getattr(paginator, name))
-        unknown = sorted(set(request.query_params) - known)
-        if unknown:
-            raise InvalidRequest(
-                f"unknown query parameter(s): {', '.join(unknown)}",
-                errors={
-                    name: [f"Unknown query parameter. Known: {', '.join(sorted(known)) or 'none'}."] for name in unknown
-                },
-            )
+        refuse_unknown(request.query_params, known)
         return super().filter_queryset(request, queryset, view)
+
+
+def refuse_unknown(params: Collection[str], known: Collection[str]) -> None:
+    """400 invalid_request naming each query parameter not in `known`: the lists' rule, for any GET that reads some."""
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise InvalidRequest(
+            f"unknown query parameter(s): {', '.join(unknown)}",
+            errors={
+                name: [f"Unknown query parameter. Known: {', '.join(sorted(known)) or 'none'}."] for name in unknown
+            },
+        )

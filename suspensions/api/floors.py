@@ -20,7 +20,7 @@ from ..services import approval_floors
 from . import docs, shapes
 from . import serializers as s
 from .authentication import principal_of
-from .idempotency import idempotent
+from .idempotency import idempotent, unless_deleted
 from .views import validated
 
 ONE = {200: shapes.ApprovalFloorOut}
@@ -46,7 +46,7 @@ class ApprovalFloorList(generics.ListAPIView):
     @extend_schema(
         **docs.operation("create_approval_floor", request=s.CreateApprovalFloor, ok={201: shapes.ApprovalFloorOut})
     )
-    @idempotent
+    @idempotent(replay=unless_deleted(ApprovalFloor))
     def post(self, request: Request) -> Response:
         data = validated(s.CreateApprovalFloor, request)
         floor = approval_floors.create_floor(principal=principal_of(request), **{"scope": None, **data})

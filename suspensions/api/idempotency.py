@@ -11,7 +11,12 @@ takes the key (services/idempotency.take), so that:
 - a refusal (any answer that is not 2xx, or any exception) rolls the key
   back with everything else: the corrected request may reuse it;
 - two requests with one key at once: the second waits for the first to
-  end, then replays its answer.
+  end, then replays its answer;
+- a replay first passes through the view's `replay` check, when it has one:
+  `unless_deleted(Model)` answers `410 deleted_since` once what the first
+  answer names is gone, and a webhook's replay withholds a secret that no
+  longer signs (api/webhooks.py);
+- a new key past the principal's allowance is `429 throttled`.
 
 A bad key (not 1 to 255 printable ASCII characters) is `400
 invalid_request` before anything is read or written. The decorator wraps
@@ -25,7 +30,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
+from django.db import models, transaction
 from django.http import QueryDict
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.renderers import JSONRenderer
@@ -33,7 +38,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .. import digests
-from ..exceptions import InvalidRequest
+from ..exceptions import DeletedSince, InvalidRequest
 from ..services import idempotency
 from .authentication import principal_of
 
@@ -52,10 +57,39 @@ PARAMETER = OpenApiParameter(
 VALID_KEY = re.compile(r"[\x20-\x7e]{1,255}\Z")
 
 Handler = Callable[..., Response]
+# What a replay answers, given the first answer's status and body: the body again, changed, or a refusal.
+Replay = Callable[[int, dict[str, Any]], dict[str, Any]]
 
 
-def idempotent(handler: Handler) -> Handler:
-    """Make a view's POST handler answer a repeated `Idempotency-Key` with its first answer."""
+def unless_deleted(model: type[models.Model]) -> Replay:
+    """A replay check for a keyed request on a row that can be deleted: `410 deleted_since` once it is gone.
+
+    An engine that lost the first answer learns that its request did succeed
+    (`first_status`), what it made or changed (`id`), and that someone removed
+    it since; the key stays taken, so the retry never makes it again.
+    """
+
+    def replay(status: int, body: dict[str, Any]) -> dict[str, Any]:
+        if model._default_manager.filter(pk=body["id"]).exists():
+            return body
+        raise DeletedSince(
+            f"this Idempotency-Key's request answered {status} for {model._meta.verbose_name} {body['id']}, "
+            "which has since been deleted; use a new key to make another",
+            id=body["id"],
+            first_status=status,
+        )
+
+    return replay
+
+
+def idempotent(handler: Handler | None = None, *, replay: Replay | None = None) -> Any:
+    """Make a view's POST handler answer a repeated `Idempotency-Key` with its first answer.
+
+    `@idempotent`, or `@idempotent(replay=...)` to check a replay against what
+    happened since (unless_deleted; a webhook's secret).
+    """
+    if handler is None:
+        return functools.partial(idempotent, replay=replay)
 
     @functools.wraps(handler)
     def answer(view: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -73,7 +107,10 @@ def idempotent(handler: Handler) -> Handler:
         with transaction.atomic():
             first = idempotency.take(principal=principal, key=key, request_digest=digest, method_path=method_path)
             if first is not None:
-                return Response(json.loads(first.body), status=first.status, headers={REPLAYED: "true"})
+                body = json.loads(first.body)
+                if replay is not None:
+                    body = replay(first.status, body)
+                return Response(body, status=first.status, headers={REPLAYED: "true"})
             response = handler(view, request, *args, **kwargs)
             if not 200 <= response.status_code < 300:
                 transaction.set_rollback(True)  # a refusal keeps no key (nor anything else)

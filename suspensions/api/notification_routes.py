@@ -20,7 +20,7 @@ from ..services import notification_routes as routes
 from . import docs, shapes
 from . import serializers as s
 from .authentication import principal_of
-from .idempotency import idempotent
+from .idempotency import idempotent, unless_deleted
 from .views import validated
 
 ONE = {200: shapes.NotificationRouteOut}
@@ -48,7 +48,7 @@ class NotificationRouteList(generics.ListAPIView):
             "create_notification_route", request=s.CreateNotificationRoute, ok={201: shapes.NotificationRouteOut}
         )
     )
-    @idempotent
+    @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request) -> Response:
         data = validated(s.CreateNotificationRoute, request)
         route = routes.create_route(principal=principal_of(request), **{"scope": None, **data})
@@ -68,7 +68,7 @@ class NotificationRouteDetail(APIView):
 
 class DisableNotificationRoute(APIView):
     @extend_schema(**docs.operation("disable_notification_route", ok=ONE))
-    @idempotent
+    @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request, pk: UUID) -> Response:
         route = routes.set_active(principal=principal_of(request), route_id=pk, active=False)
         return Response(presenters.notification_route(route))
@@ -76,7 +76,7 @@ class DisableNotificationRoute(APIView):
 
 class EnableNotificationRoute(APIView):
     @extend_schema(**docs.operation("enable_notification_route", ok=ONE))
-    @idempotent
+    @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request, pk: UUID) -> Response:
         route = routes.set_active(principal=principal_of(request), route_id=pk, active=True)
         return Response(presenters.notification_route(route))

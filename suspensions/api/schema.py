@@ -41,6 +41,7 @@ class StaffSessionScheme(SessionScheme):
 METHODS = {"get", "put", "post", "patch", "delete", "head", "options", "trace"}
 HEADERS = {
     "401": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": 'Bearer realm="api"'}},
+    "429": {"Retry-After": {"schema": {"type": "integer"}, "required": True, "description": "Seconds to wait."}},
     "503": {"Retry-After": {"schema": {"type": "integer"}, "required": True, "description": "Seconds to wait."}},
 }
 
@@ -61,14 +62,14 @@ def problem_responses(result: dict[str, Any], generator: Any, request: Any, publ
         for method, operation in item.items():
             if method not in METHODS:
                 continue
+            if any(p.get("in") == "header" and p.get("name") == HEADER for p in operation.get("parameters", [])):
+                keyed(operation["responses"])
             for status, headers in HEADERS.items():
                 if status in operation["responses"]:
                     operation["responses"][status]["headers"] = headers
             for parameter in operation.get("parameters", []):
                 if parameter.get("in") == "query" and not parameter.get("required"):
                     parameter["allowEmptyValue"] = True
-            if any(p.get("in") == "header" and p.get("name") == HEADER for p in operation.get("parameters", [])):
-                keyed(operation["responses"])
     return result
 
 
@@ -86,6 +87,13 @@ KEYED_REFUSALS: dict[int, tuple[type[exceptions.ServiceError], str, str, str]] =
         "a key used for another request",
         "this Idempotency-Key was first sent with another request (POST /api/v1/runs, another body or path); "
         "use a new key for a new request",
+    ),
+    429: (
+        exceptions.Throttled,
+        "TooManyKeys",
+        "a new key past the principal's allowance",
+        "this principal holds 10000 idempotency keys younger than 24 hours (IDEMPOTENCY_KEYS_PER_PRINCIPAL); "
+        "a new key is refused until the oldest one expires",
     ),
 }
 

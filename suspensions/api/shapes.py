@@ -372,7 +372,14 @@ class WebhookEndpointOut(serializers.Serializer):
 
 
 class WebhookEndpointSecretOut(WebhookEndpointOut):
-    secret = serializers.CharField(help_text="The signing secret `whsec_<base64>`: shown in this answer only.")
+    secret = serializers.CharField(
+        allow_null=True,
+        help_text="The signing secret `whsec_<base64>`: shown in this answer only. Null only in a replay (same "
+        "Idempotency-Key) after the secret was rotated out; `secret_withheld` then says so.",
+    )
+    secret_withheld = serializers.CharField(
+        required=False, help_text="Only in a replay whose secret no longer signs: why `secret` is null."
+    )
 
 
 # -- notification routes (DESIGN §21) ---------------------------------------------------------

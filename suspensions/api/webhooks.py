@@ -20,6 +20,17 @@ from .idempotency import idempotent
 from .views import validated
 
 ACCEPTED = {202: shapes.WebhookMessageOut}
+SECRET_WITHHELD = (
+    "This is a replay, and the secret its first answer showed no longer signs this endpoint's messages (it was "
+    "rotated since): it is withheld. Rotate the secret to get a new one."
+)
+
+
+def current_secret_only(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    """A replayed create or rotation shows its secret only while it is still the endpoint's (docs/api.md, §4)."""
+    if webhooks.is_current_secret(endpoint_id=body["id"], secret=body["secret"]):
+        return body
+    return {**body, "secret": None, "secret_withheld": SECRET_WITHHELD}
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("list_webhooks", ok={200: shapes.WebhookEndpointOut})))
@@ -42,7 +53,7 @@ class WebhookList(generics.ListAPIView):
     @extend_schema(
         **docs.operation("create_webhook", request=s.CreateWebhook, ok={201: shapes.WebhookEndpointSecretOut})
     )
-    @idempotent
+    @idempotent(replay=current_secret_only)
     def post(self, request: Request) -> Response:
         data = validated(s.CreateWebhook, request)
         endpoint, secret = webhooks.create_endpoint(principal=principal_of(request), **{"scope": None, **data})
@@ -73,7 +84,7 @@ class EnableWebhook(APIView):
 
 class RotateWebhookSecret(APIView):
     @extend_schema(**docs.operation("rotate_webhook_secret", ok={200: shapes.WebhookEndpointSecretOut}))
-    @idempotent
+    @idempotent(replay=current_secret_only)
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint, secret = webhooks.rotate_secret(principal=principal_of(request), endpoint_id=pk)
         return Response(presenters.webhook_endpoint_with_secret(endpoint, secret))

@@ -6,8 +6,10 @@ salt), naming the run, the pause and the pause's deadline. A POST of the
 one-shot resume body to it resumes that pause through the one-shot resume's
 door (resumes.OneShot), exactly as the engine's resume would: same digests,
 bounds, receipts and replays. Whatever does not prove itself (a tampered
-token, one past its deadline, a body naming another pause) is a 404, never
-a 401 or 403: the URL is the capability, and a wrong one names nothing.
+token, a body naming another pause) is a 404, never a 401 or 403: the URL is
+the capability, and a wrong one names nothing. A genuine token past its
+pause's deadline is `410 suspension_expired`, as the engine's own resume
+would be, whether or not the sweep has run (docs/api.md §4).
 
 Single use follows from the pause: once resumed, the identical body again
 is its replay (200) and another body is admission_conflict (409). A pause
@@ -22,7 +24,7 @@ from uuid import UUID
 from django.core import signing
 
 from .. import digests
-from ..exceptions import NotFound
+from ..exceptions import NotFound, SuspensionExpired
 from ..models import Suspension
 from ..observability import metrics
 from ..principals import Principal
@@ -77,9 +79,14 @@ class CallbackResume(OneShot):
         assert grant is not None
         if self.version.suspension_id != grant.suspension_id or t.run.id != grant.run_id:
             raise NotFound("no such callback")  # a body naming another pause: the token does not cover it
-        if grant.expires_at is not None and grant.expires_at <= t.now:
-            raise NotFound("no such callback")  # past the deadline, as the sweeper owns the pause
         # No reason check: only external_tool pauses get a callback URL (api.serializers.Suspend).
+
+    def check(self, t: Locked) -> None:
+        grant = self.grant
+        assert grant is not None
+        if grant.expires_at is not None and grant.expires_at <= t.now:
+            raise SuspensionExpired(f"pause {grant.suspension_id} expired at {digests.rfc3339(grant.expires_at)}")
+        super().check(t)  # the pause's own deadline, as the one-shot resume checks it
 
 
 @metrics.counted_claim("one_shot")

@@ -40,7 +40,18 @@ from ..exceptions import (
 )
 from ..models import Admission, AdmissionState, Event, Reason, RunState
 from ..principals import Principal
-from .claims import Claimed, Locked, Version, advance, check_deadline, event, lock_run, require, suspension_digest_of
+from .claims import (
+    Claimed,
+    Locked,
+    Version,
+    advance,
+    check_deadline,
+    check_swept,
+    event,
+    lock_run,
+    require,
+    suspension_digest_of,
+)
 
 A = TypeVar("A")
 
@@ -139,6 +150,8 @@ def claimed_before(t: Locked, version: Version) -> Admission:
         if live is not None and live.id == version.suspension_id:
             raise VersionConflict(f"run {run.id} is at revision {run.revision}, not {version.run_revision}")
         raise VersionConflict(f"run {run.id} is at revision {run.revision} on another pause")
+    # Past its deadline whether or not the sweep has run: the same 410 as check_deadline's.
+    check_swept(run, revision=version.run_revision, suspension_id=version.suspension_id)
     # The loser of a race: the pause is gone and nothing it could replay exists.
     raise NotSuspended(f"run {run.id} is {run.state}, not paused on {version.suspension_id}")
 

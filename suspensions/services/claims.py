@@ -120,6 +120,23 @@ def check_revision(run: Run, revision: int) -> None:
         raise VersionConflict(f"run {run.id} is at revision {run.revision}, not {revision}")
 
 
+def check_swept(run: Run, *, revision: int, suspension_id: UUID | str | None = None) -> None:
+    """410 when the sweep expired the pause the caller held, as `check_deadline` answered before it ran.
+
+    The caller held `revision` (and, for a claim, the pause `suspension_id`);
+    the sweep's `expired` event of an unclaimed pause is at the revision after
+    it (docs/api.md §4). Reads only for a run the sweep can have ended.
+    """
+    if run.state not in (RunState.EXPIRED, RunState.FAILED):
+        return
+    expiry = Event.objects.filter(run_id=run.id, kind="expired", revision=revision + 1, data__admission_id__isnull=True)
+    if suspension_id is not None:
+        expiry = expiry.filter(data__suspension_id=str(suspension_id))
+    swept = expiry.values_list("data", flat=True).first()
+    if swept is not None:
+        raise SuspensionExpired(f"pause {swept['suspension_id']} expired at {swept['expires_at']}")
+
+
 def check_deadline(suspension: Suspension, now: datetime) -> None:
     """Deadline partition: at exactly expires_at the row belongs to the sweeper."""
     if suspension.expires_at is not None and suspension.expires_at <= now:

@@ -11,18 +11,28 @@ its pause gives exactly one resume whichever comes first.
 
 A used early result stays, marked with the pause it resumed, until its ttl
 ends: the same result again is then still a replay. The sweep deletes every
-early result past its `expires_at` (`drop_expired`).
+early result past its `expires_at`, and every early result of a run that has
+ended (`drop_expired`).
+
+A run holds at most EARLY_RESULTS_PER_RUN unexpired early results (used ones
+count until their ttl ends) of at most EARLY_RESULT_BYTES_PER_RUN together:
+past either, a new one is refused before anything is written (`429
+throttled`, `413 input_too_large`), and the same result again still replays.
 """
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
+from django.db.models import Count, Exists, Func, IntegerField, Min, OuterRef, Q, Sum
+
 from .. import digests
-from ..exceptions import AdmissionConflict, InputTooLarge, InvalidState
-from ..models import EarlyResult, Reason, Role, Run, RunState, Suspension
+from ..exceptions import AdmissionConflict, InputTooLarge, InvalidState, Throttled
+from ..models import TERMINAL_STATES, EarlyResult, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
 from .claiming import Door, through
 from .claims import Claimed, Locked, Version, bounded_input
@@ -145,6 +155,8 @@ class KeepEarly(Door[Kept]):
 
     def check(self, t: Locked) -> None:
         self.early = self.row(t)
+        if t.run.has_early_results:  # a run's first early result meets no allowance: no statement for it
+            refuse_past_allowance(t, len(self.content_text.encode("utf-8")))
         call_ids = waiting_for(t, t.live)
         if call_ids is None or self.call_id not in call_ids:
             return
@@ -177,6 +189,36 @@ class KeepEarly(Door[Kept]):
         return Kept(early=early, fresh=True, resume=resume)
 
 
+class OctetLength(Func):
+    """PostgreSQL's size of a text in bytes (its UTF-8 encoding), as the input bound measures it."""
+
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+
+def refuse_past_allowance(t: Locked, size: int) -> None:
+    """Refuse a new early result past the run's allowance of unexpired ones (under the run lock, before any write).
+
+    Past the count: Throttled, with Retry-After until the oldest expires. Past
+    the bytes: InputTooLarge.
+    """
+    held = EarlyResult.objects.filter(run_id=t.run.id, expires_at__gt=t.now).aggregate(
+        count=Count("pk"), size=Sum(OctetLength("content")), first_end=Min("expires_at")
+    )
+    most, budget = settings.EARLY_RESULTS_PER_RUN, settings.EARLY_RESULT_BYTES_PER_RUN
+    if held["count"] >= most:
+        raise Throttled(
+            f"run {t.run.id} holds {held['count']} unexpired early results, its allowance "
+            f"(EARLY_RESULTS_PER_RUN = {most}); resume its pause with its results instead",
+            retry_after=math.ceil((held["first_end"] - t.now).total_seconds()),
+        )
+    if (held["size"] or 0) + size > budget:
+        raise InputTooLarge(
+            f"run {t.run.id} holds {held['size']} bytes of unexpired early results; {size} more would pass "
+            f"its allowance of {budget} bytes (EARLY_RESULT_BYTES_PER_RUN)"
+        )
+
+
 def keep_early_result(
     *, principal: Principal, run_id: UUID | str, call_id: str, content: Any, ttl_seconds: int | None = None
 ) -> Kept:
@@ -194,6 +236,13 @@ def keep_early_result(
 
 
 def drop_expired(now: datetime) -> int:
-    """The sweep's part: delete every early result past its ttl, used or not (one DELETE). Returns how many."""
-    deleted, _ = EarlyResult.objects.filter(expires_at__lte=now).delete()
+    """The sweep's part: delete every early result past its ttl, used or not, and every one of a run that has
+    ended (one DELETE). Returns how many.
+
+    Nothing reads an ended run's early results (keeping one, even the same one
+    again, is invalid_state once the run ended), so they go at the next sweep
+    rather than in each ending's transaction, which then pays nothing for them.
+    """
+    ended = Run.objects.filter(pk=OuterRef("run_id"), state__in=TERMINAL_STATES)
+    deleted, _ = EarlyResult.objects.filter(Q(expires_at__lte=now) | Exists(ended)).delete()
     return deleted

@@ -28,6 +28,7 @@ from .claims import (
     bounded_input,
     check_deadline,
     check_revision,
+    check_swept,
     event,
     require,
     resolve_approval,
@@ -232,6 +233,8 @@ class Finish(Door[Run]):
     role = Role.ENGINE
 
     def earlier(self, t: Locked) -> None:
+        if self.state == RunState.CANCELLED:  # a cancel of a pause past its deadline: 410, swept or not
+            check_swept(t.run, revision=self.revision)
         # Revision first: a fenced worker (closed, expired) learns its revision is stale.
         check_revision(t.run, self.revision)
         allowed = {RunState.RUNNING, RunState.PAUSED} if self.state == RunState.CANCELLED else {RunState.RUNNING}

@@ -12,6 +12,7 @@ The API and the console both call these functions.
 """
 
 import base64
+import hmac
 import logging
 import secrets
 from datetime import timedelta
@@ -135,6 +136,16 @@ def endpoint_of(principal: Principal, endpoint_id: UUID | str, *, lock: bool = F
     if endpoint is None:
         raise NotFound(f"webhook {endpoint_id} not found")
     return endpoint
+
+
+def is_current_secret(*, endpoint_id: UUID | str, secret: str | None) -> bool:
+    """Whether `secret` is the endpoint's signing secret now: not rotated out (even in its grace day), not gone.
+
+    A replayed create or rotation asks it before showing a secret again; no lock, no scope (the replay is the
+    caller's own first answer).
+    """
+    endpoint = WebhookEndpoint.objects.filter(pk=endpoint_id).only("secret").first()
+    return endpoint is not None and secret is not None and hmac.compare_digest(endpoint.secret, secret)
 
 
 # -- changes ---------------------------------------------------------------------------------

@@ -93,12 +93,12 @@ def test_a_token_does_not_cover_another_pause(engine):
     assert Run.objects.get(pk=other["run_id"]).state == "paused"
 
 
-def test_a_token_past_its_deadline_is_a_404(engine):
+def test_a_token_past_its_deadline_is_410_suspension_expired_as_the_engines_own_resume_would_be(engine):
     s = paused_with_callback(engine, ttl_seconds=60)
     live = Suspension.objects.get(pk=s["id"])
     live.expires_at = db_now() - timedelta(seconds=1)
     token = services.callback_token(live)  # signed as a real one, with a deadline already passed
-    refused(lambda: answer(f"/api/v1/callbacks/{token}", s), 404, "not_found")
+    refused(lambda: answer(f"/api/v1/callbacks/{token}", s), 410, "suspension_expired")
 
 
 def test_a_pause_without_a_deadline_has_a_token_without_one(engine):

@@ -428,3 +428,44 @@ def test_a_list_refuses_a_query_parameter_it_does_not_know_instead_of_answering_
     c = client(token("acme", ["engine", "approver", "auditor"], "reader"))
     body = problem(c.get(path, query), 400, "invalid_request")
     assert list(body["errors"]) == list(query)
+
+
+# -- bytes that are not UTF-8 (issue 50 item 14) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("agent_id=%ff%c3", "agent_id"),
+        ("agent_id=%ff", "agent_id"),
+        ("agent_id=ok%c3", "agent_id"),
+        ("agent_id=%ed%a0%80", "agent_id"),  # a UTF-16 surrogate, which UTF-8 has no place for
+        ("state=paused&tag=%c3%28", "tag"),
+        ("%ff=1", "\ufffd"),
+    ],
+)
+def test_bad_utf8_in_any_query_parameter_is_400_naming_it_before_any_view_runs(engine, query, named):
+    register(engine)
+    body = refused(lambda: engine.get(f"/api/v1/runs?{query}"), 400, "invalid_request")
+    assert list(body["errors"]) == [named]
+
+
+def test_bad_utf8_in_the_path_as_the_server_received_it_is_400(db):
+    # gunicorn keeps the request line's path in RAW_URI; Django's PATH_INFO re-encodes the bad bytes.
+    send = lambda: APIClient().post("/api/v1/callbacks/%ff%c3", {}, format="json", RAW_URI="/api/v1/callbacks/%ff%c3")  # noqa: E731
+    body = refused(send, 400, "invalid_request")
+    assert list(body["errors"]) == ["path"]
+
+
+def test_bad_utf8_in_a_form_body_is_400_naming_the_field(db):
+    send = lambda: APIClient().post(  # noqa: E731
+        "/console/login/", data=b"username=%ff&password=x", content_type="application/x-www-form-urlencoded"
+    )
+    body = refused(send, 400, "invalid_request")
+    assert list(body["errors"]) == ["username"]
+
+
+def test_utf8_text_percent_encoded_in_a_query_is_read_as_text(engine):
+    run = post(engine, "/api/v1/runs", {"agent_id": "agent-é"}).json()
+    found = engine.get("/api/v1/runs?agent_id=agent-%C3%A9").json()["results"]
+    assert [r["id"] for r in found] == [run["id"]]

@@ -202,6 +202,59 @@ def test_the_sweep_deletes_early_results_past_their_ttl(engine):
     assert list(EarlyResult.objects.values_list("call_id", flat=True)) == ["c2"]
 
 
+# -- the run's allowance, and its end (issue 50 item 9) --------------------------------------------
+
+
+def test_an_early_result_past_the_runs_count_is_429_with_retry_after_and_writes_nothing(engine, settings):
+    settings.EARLY_RESULTS_PER_RUN = 2
+    run = register(engine)
+    keep(engine, run["id"], "c1", 1)
+    keep(engine, run["id"], "c2", 2, ttl_seconds=600)
+    response = keep(engine, run["id"], "c3", 3)
+    refused(lambda: response, 429, "throttled")
+    assert 0 < int(response["Retry-After"]) <= 600  # until the first of them expires
+    assert sorted(EarlyResult.objects.values_list("call_id", flat=True)) == ["c1", "c2"]
+
+
+def test_early_results_past_the_runs_bytes_are_413_and_write_nothing(engine, settings):
+    settings.EARLY_RESULT_BYTES_PER_RUN = 100
+    run = register(engine)
+    keep(engine, run["id"], "c1", "x" * 60)  # 62 bytes with its quotes
+    body = refused(lambda: keep(engine, run["id"], "c2", "y" * 40), 413, "input_too_large")
+    assert "EARLY_RESULT_BYTES_PER_RUN" in body["detail"]
+    assert keep(engine, run["id"], "c2", "y" * 30).status_code == 201  # 32 bytes: 94 in all
+
+
+def test_at_the_allowance_the_same_result_again_still_replays_and_an_expired_one_makes_room(engine, settings):
+    settings.EARLY_RESULTS_PER_RUN = 1
+    run = register(engine)
+    keep(engine, run["id"], "c1", 1)
+    assert keep(engine, run["id"], "c1", 1).status_code == 200
+    EarlyResult.objects.update(expires_at=db_now() - timedelta(seconds=1))
+    assert keep(engine, run["id"], "c2", 2).status_code == 201
+
+
+@pytest.mark.parametrize("end", ["complete", "fail", "cancel"])
+def test_the_sweep_deletes_the_early_results_of_a_run_that_ended_and_keeps_a_live_runs(engine, end):
+    ended, live = register(engine), register(engine)
+    keep(engine, ended["id"], "c1", 1, ttl_seconds=7 * 86400)
+    keep(engine, live["id"], "c1", 1, ttl_seconds=7 * 86400)
+    body = {"revision": 1, **({"error": "boom"} if end == "fail" else {})}
+    assert post(engine, f"/api/v1/runs/{ended['id']}/{end}", body).status_code == 200
+    assert services.expire_suspensions().early_results_dropped == 1
+    assert [str(r) for r in EarlyResult.objects.values_list("run_id", flat=True)] == [live["id"]]
+
+
+def test_the_sweep_deletes_the_early_results_of_a_run_it_expires_on_its_next_pass(engine):
+    run = register(engine)
+    keep(engine, run["id"], "other", 1, ttl_seconds=7 * 86400)
+    suspend(engine, run, ttl_seconds=60)
+    later = db_now() + timedelta(minutes=2)
+    assert services.expire_suspensions(now=later).expired == 1
+    assert services.expire_suspensions(now=later).early_results_dropped == 1
+    assert not EarlyResult.objects.exists()
+
+
 # -- what it costs a pause that has none ----------------------------------------------------------
 
 ENGINE = Principal(name="token:engine", grants=(("acme", frozenset({"engine"})),))

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from suspensions.models import FlowWait, IdempotencyKey, Run, WebhookEndpoint, WebhookMessage
+from suspensions.models import ApprovalFloor, FlowWait, IdempotencyKey, Run, WebhookEndpoint, WebhookMessage
 from suspensions.services import idempotency
 from suspensions.tokens import create_token
 from tests.helpers import client, envelope, member, refused, register
@@ -137,6 +137,84 @@ def test_a_keyed_approval_floor_create_sent_again_answers_the_first_floor(operat
     assert_replayed(first, again)
 
 
+# -- what happened since the first answer (docs/api.md §4; issue 50 item 8) -------------------------
+
+FLOORS = "/api/v1/approval-floors"
+ROUTES = "/api/v1/notification-routes"
+ROUTE = {"scope": "acme", "kind": "email", "target": "ops@example.com"}
+
+
+def test_a_replayed_floor_create_after_the_floor_was_deleted_is_410_deleted_since_and_makes_no_floor(operator):
+    first = keyed(operator, FLOORS, {"scope": "acme", "quorum": 2}).json()
+    assert operator.delete(f"{FLOORS}/{first['id']}").status_code == 200
+    body = refused(lambda: keyed(operator, FLOORS, {"scope": "acme", "quorum": 2}), 410, "deleted_since")
+    assert (body["id"], body["first_status"]) == (first["id"], 201)
+    assert not ApprovalFloor.objects.exists()
+
+
+def test_a_replayed_route_create_or_disable_after_the_route_was_deleted_is_410_deleted_since(operator):
+    route = keyed(operator, ROUTES, ROUTE, key="create").json()
+    keyed(operator, f"{ROUTES}/{route['id']}/disable", None, raw="", key="off")
+    assert operator.delete(f"{ROUTES}/{route['id']}").status_code == 200
+    refused(lambda: keyed(operator, ROUTES, ROUTE, key="create"), 410, "deleted_since")
+    body = refused(
+        lambda: keyed(operator, f"{ROUTES}/{route['id']}/disable", None, raw="", key="off"), 410, "deleted_since"
+    )
+    assert (body["id"], body["first_status"]) == (route["id"], 200)
+
+
+def test_a_replayed_webhook_create_after_a_rotation_withholds_the_rotated_out_secret(operator):
+    first = keyed(operator, "/api/v1/webhooks", HOOK, key="create").json()
+    keyed(operator, f"/api/v1/webhooks/{first['id']}/rotate-secret", None, raw="", key="rotate")
+    again = keyed(operator, "/api/v1/webhooks", HOOK, key="create")
+    assert again.status_code == 201 and again["Idempotent-Replayed"] == "true"
+    withheld = again.json()
+    assert withheld.pop("secret") is None and "rotated" in withheld.pop("secret_withheld")
+    assert withheld == {k: v for k, v in first.items() if k != "secret"}
+    assert WebhookEndpoint.objects.count() == 1
+
+
+def test_a_replayed_rotation_after_a_second_rotation_withholds_its_secret_and_keeps_the_current_one(operator):
+    endpoint = keyed(operator, "/api/v1/webhooks", HOOK, key="create").json()
+    url = f"/api/v1/webhooks/{endpoint['id']}/rotate-secret"
+    keyed(operator, url, None, raw="", key="first")
+    second = keyed(operator, url, None, raw="", key="second").json()
+    replayed = keyed(operator, url, None, raw="", key="first").json()
+    assert replayed["secret"] is None and replayed["secret_withheld"]
+    assert keyed(operator, url, None, raw="", key="second").json() == second  # the current secret still replays
+    assert WebhookEndpoint.objects.get().secret == second["secret"]
+
+
+def test_a_new_key_past_the_principals_allowance_is_429_with_retry_after_and_writes_nothing(engine, settings):
+    settings.IDEMPOTENCY_KEYS_PER_PRINCIPAL = 2
+    keyed(engine, RUNS, {"agent_id": "a1"}, key="k1")
+    keyed(engine, RUNS, {"agent_id": "a1"}, key="k2")
+    response = keyed(engine, RUNS, {"agent_id": "a1"}, key="k3")
+    refused(lambda: response, 429, "throttled")
+    assert 23 * 3600 < int(response["Retry-After"]) <= 24 * 3600
+    assert Run.objects.count() == 2
+    assert sorted(IdempotencyKey.objects.values_list("key", flat=True)) == ["k1", "k2"]
+
+
+def test_at_the_allowance_a_key_already_held_still_replays_and_a_key_older_than_24_hours_makes_room(engine, settings):
+    settings.IDEMPOTENCY_KEYS_PER_PRINCIPAL = 2
+    first = keyed(engine, RUNS, {"agent_id": "a1"}, key="k1")
+    keyed(engine, RUNS, {"agent_id": "a1"}, key="k2")
+    assert_replayed(first, keyed(engine, RUNS, {"agent_id": "a1"}, key="k1"))
+    IdempotencyKey.objects.filter(key="k1").update(
+        created_at=IdempotencyKey.objects.get(key="k1").created_at - timedelta(hours=24)
+    )
+    assert keyed(engine, RUNS, {"agent_id": "a1"}, key="k3").status_code == 201
+
+
+def test_the_allowance_is_per_principal(db, token, settings):
+    settings.IDEMPOTENCY_KEYS_PER_PRINCIPAL = 1
+    one, two = client(token("acme", ["engine"], "one")), client(token("acme", ["engine"], "two"))
+    keyed(one, RUNS, {"agent_id": "a1"}, key="k1")
+    assert keyed(two, RUNS, {"agent_id": "a1"}, key="k2").status_code == 201
+    refused(lambda: keyed(one, RUNS, {"agent_id": "a1"}, key="k3"), 429, "throttled")
+
+
 # -- another request under the same key ------------------------------------------------------------
 
 
@@ -241,16 +319,16 @@ def statements(c, **headers):
     return [q["sql"] for q in queries.captured_queries]
 
 
-def test_a_request_without_a_key_costs_no_statement_more_and_a_keyed_one_two(engine):
+def test_a_request_without_a_key_costs_no_statement_more_and_a_keyed_one_three(engine):
     register(engine)  # the token's last_used_at is written once, on its first request
     plain = statements(engine)
     keyed_ = statements(engine, HTTP_IDEMPOTENCY_KEY="k")
     table = IdempotencyKey._meta.db_table
     assert not [q for q in plain if table in q]
-    assert len([q for q in keyed_ if table in q]) == 2  # the take and the keep
-    # Beyond those two, only the transaction around the view: here a savepoint and its release (the test's own
+    assert len([q for q in keyed_ if table in q]) == 3  # the allowance, the take and the keep
+    # Beyond those three, only the transaction around the view: here a savepoint and its release (the test's own
     # transaction holds it); a real request's BEGIN and COMMIT.
-    assert len(keyed_) == len(plain) + 4
+    assert len(keyed_) == len(plain) + 5
 
 
 def test_owner_of_names_the_user_behind_a_token_or_the_token_itself(db, token):

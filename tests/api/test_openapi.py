@@ -115,9 +115,11 @@ def possible_errors(method: str, path: str, operation: dict[str, Any]) -> set[in
         has_query = any(parameter["in"] == "query" for parameter in operation.get("parameters", []))
         return allowed | ({400} if has_query else set())
     if "requestBody" not in operation:
-        # A keyed create refuses a bad Idempotency-Key, body or not.
-        return allowed | {409, 410} | ({400} if keyed_operation(operation) else set())
-    return allowed | {400, 404, 409, 410, 413, 422}
+        # A keyed create refuses a bad Idempotency-Key, body or not, and a new key past the allowance.
+        return allowed | {409, 410} | ({400, 429} if keyed_operation(operation) else set())
+    # A keyed create past the principal's keys, an early result past the run's allowance.
+    allowances = keyed_operation(operation) or path.endswith("/early-results")
+    return allowed | {400, 404, 409, 410, 413, 422} | ({429} if allowances else set())
 
 
 def keyed_operation(operation: dict[str, Any]) -> bool:
@@ -147,6 +149,8 @@ def test_the_posts_that_create_take_an_idempotency_key_and_document_its_409_and_
         responses = BY_ID[op_id][2]["responses"]
         assert "- `idempotency_mismatch`:" in responses["409"]["description"], op_id
         assert "- `invalid_request`:" in responses["400"]["description"], op_id
+        assert "- `throttled`:" in responses["429"]["description"], op_id
+        assert "Retry-After" in responses["429"]["headers"], op_id
         assert all("Idempotent-Replayed" in responses[s]["headers"] for s in responses if s[0] == "2"), op_id
 
 

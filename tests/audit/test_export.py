@@ -95,6 +95,13 @@ def test_a_bad_query_is_a_problem_before_anything_streams(auditor, query, status
     problem(auditor.get(f"/api/v1/audit/export{query}"), status, code)
 
 
+def test_an_unknown_query_parameter_is_a_400_naming_it_as_the_lists_answer(auditor):
+    # `scopes` for `scope`: a misspelt filter must not export every scope as if it had matched (issue 50).
+    body = problem(auditor.get("/api/v1/audit/export?scopes=acme&since=2026-01-01T00:00:00Z"), 400, "invalid_request")
+    assert list(body["errors"]) == ["scopes"]
+    assert body["errors"]["scopes"] == ["Unknown query parameter. Known: scope, since."]
+
+
 def test_only_an_auditor_exports(engine):
     problem(engine.get("/api/v1/audit/export"), 403, "forbidden")
 

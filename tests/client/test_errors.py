@@ -103,3 +103,23 @@ def test_an_unknown_code_maps_to_the_class_of_its_status_and_a_non_problem_body_
     assert type(errors.error_from(502, "<html>bad gateway</html>")) is errors.ServerError
     assert type(errors.error_from(418, {"code": "teapot"})) is errors.SuspensionsError
     assert type(errors.error_from(503, {"code": "unavailable"})) is errors.Unavailable
+
+
+def test_bad_utf8_in_a_real_servers_path_or_query_is_a_400_problem(base_url):
+    """Through gunicorn, as a client sends it: the raw bytes on the request line (issue 50 item 14)."""
+    import http.client
+    import json as _json
+    from urllib.parse import urlsplit
+
+    address = urlsplit(base_url)
+    answers = {}
+    for target in ("/api/v1/callbacks/%ff%c3", "/api/v1/runs?agent_id=%ff%c3"):
+        connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+        connection.request("GET", target)
+        response = connection.getresponse()
+        answers[target] = (response.status, response.getheader("Content-Type"), _json.loads(response.read()))
+        connection.close()
+    for status, content_type, body in answers.values():
+        assert (status, content_type, body["code"]) == (400, "application/problem+json", "invalid_request")
+    assert list(answers["/api/v1/callbacks/%ff%c3"][2]["errors"]) == ["path"]
+    assert list(answers["/api/v1/runs?agent_id=%ff%c3"][2]["errors"]) == ["agent_id"]

@@ -103,6 +103,8 @@ class Model:
     denials: dict[Any, tuple[str, str]] = field(default_factory=dict)
     closures: dict[Any, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
     events: list[tuple[str, int]] = field(default_factory=list)
+    # The unclaimed pause the sweep ended the run on, and the revision of its `expired` event.
+    swept: tuple[Any, int] | None = None
 
     def expired(self, pause: Pause) -> bool:
         return pause.expires_in is not None and pause.expires_in <= 0
@@ -166,10 +168,16 @@ class ServiceMachine(RuleBasedStateMachine):
             if existing.identity == identity:
                 return "replay"
             return "admission_conflict" if run.revision == existing.claimed_revision else "version_conflict"
+        if self.swept(run, pause, identity[1]):
+            return "suspension_expired"
         return "version_conflict" if run.state == "paused" else "not_suspended"
 
     def version(self, run: Model, pause: Pause, stale: bool) -> services.Version:
         return services.Version(run_id=run.id, suspension_id=pause.id, run_revision=pause.revision - int(stale))
+
+    def swept(self, run: Model, pause: Pause, revision: int) -> bool:
+        """The sweep ended the run on `pause` held at `revision`: a late claim is 410, as before the sweep."""
+        return run.swept == (pause.id, revision + 1) and run.state in ("expired", "failed")
 
     def won(self, run: Model, pause: Pause, identity: tuple, claimed: Any, state: str) -> None:
         self.wins[pause.id] = self.wins.get(pause.id, 0) + 1
@@ -351,6 +359,8 @@ class ServiceMachine(RuleBasedStateMachine):
                 expected = "replay"
             elif pause.id in run.claims:
                 expected = "not_suspended"
+            elif self.swept(run, pause, version.run_revision):
+                expected = "suspension_expired"
             else:
                 expected = "version_conflict" if run.state == "paused" else "not_suspended"
         elif expected is None and run.expired(pause):
@@ -437,7 +447,10 @@ class ServiceMachine(RuleBasedStateMachine):
         run = self.pick(i, lambda r: (r.state in ("running", "paused")) == live)
         revision = run.revision - 1 if stale else run.revision
         allowed = {"running", "paused"} if how == "cancel" else {"running"}
-        if revision != run.revision:
+        swept_at = run.swept[1] if run.swept is not None and run.state in ("expired", "failed") else None
+        if how == "cancel" and swept_at == revision + 1:
+            expected = "suspension_expired"  # the pause it was paused on expired: 410, swept or not
+        elif revision != run.revision:
             expected = "version_conflict"
         elif run.state not in allowed:
             expected = "invalid_state"
@@ -495,6 +508,7 @@ class ServiceMachine(RuleBasedStateMachine):
             elif run.state == "paused":
                 TALLY[("sweep", "denied" if live.on_expiry == "deny" else "expired")] += 1
                 self.move(run, "failed" if live.on_expiry == "deny" else "expired", "expired")
+                run.swept = (live.id, run.revision)
                 run.live = None
             elif run.state == "running" and claim is not None and claim.state == "admitted":
                 claim.state = "expired"

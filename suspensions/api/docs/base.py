@@ -80,7 +80,11 @@ MEANING = {
     "names it",
     "closure_conflict": "a different closure request already closed this run; names both digests",
     "wrong_gate": "a flow wait is resumed only by its correlation id, through `/dispatch/resume`",
-    "suspension_expired": "the pause passed its deadline; the sweep will expire the run",
+    "suspension_expired": "the pause passed its deadline, whether or not the sweep has expired the run yet",
+    "deleted_since": "a replayed `Idempotency-Key`: its first request succeeded, and what it names was deleted "
+    "since; carries `id` and `first_status`",
+    "throttled": "a new `Idempotency-Key` past the principal's allowance of keys younger than 24 hours, or an early "
+    "result past its run's allowance; carries `Retry-After`",
     "input_too_large": "the retained input is over 8 MiB",
     "request_too_large": "the body is over 8 MiB + 64 KiB",
     "results_mismatch": "results do not match the pending calls one to one",

@@ -17,7 +17,7 @@ OPERATIONS = {
         "three) and `require_linked_person` (default false). `scope` may be left out by an operator in exactly "
         "one scope. One floor per scope; a floor whose `on_expiry` shares no value with the floors above or "
         "below it is refused. Pauses stored before keep their policy.",
-        errors={400: ("invalid_request",), 403: ("forbidden",), 413: ("request_too_large",)},
+        errors={400: ("invalid_request",), 403: ("forbidden",), 410: ("deleted_since",), 413: ("request_too_large",)},
     ),
     "list_approval_floors": Doc(
         tag="approval floors",

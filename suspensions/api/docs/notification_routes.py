@@ -6,6 +6,8 @@ from . import samples as v
 from .base import Doc, answer, ex, refusal
 
 ONE_ROUTE: dict[int, tuple[str, ...]] = {403: ("forbidden",), 404: ("not_found",)}
+# A keyed action replayed after the route was deleted (docs/api.md §4).
+KEYED_ROUTE: dict[int, tuple[str, ...]] = {**ONE_ROUTE, 410: ("deleted_since",)}
 TAG = "notification routes"
 
 OPERATIONS = {
@@ -19,7 +21,7 @@ OPERATIONS = {
         "empty or absent means all of them. `scope` may be left out by an operator in exactly one scope. "
         "Approvers get their own email without a route. Not idempotent: a retried create makes a second route, "
         "which asks nobody twice.",
-        errors={400: ("invalid_request",), 403: ("forbidden",), 413: ("request_too_large",)},
+        errors={400: ("invalid_request",), 403: ("forbidden",), 410: ("deleted_since",), 413: ("request_too_large",)},
     ),
     "list_notification_routes": Doc(
         tag=TAG,
@@ -47,14 +49,14 @@ OPERATIONS = {
         role="operator",
         summary="Disable a notification route",
         description="It asks nobody from now on; disabling a disabled route changes nothing. No body.",
-        errors=ONE_ROUTE,
+        errors=KEYED_ROUTE,
     ),
     "enable_notification_route": Doc(
         tag=TAG,
         role="operator",
         summary="Enable a notification route",
         description="It asks again from the next approval event on. No body.",
-        errors=ONE_ROUTE,
+        errors=KEYED_ROUTE,
     ),
 }
 

@@ -100,13 +100,16 @@ OPERATIONS = {
         "last one missing arrives while such a pause is live, that pause is resumed at once as a one-shot resume "
         "with those results in pending order would, and the answer carries that resume's own answer under "
         "`resume`. The same result again answers 200 (`fresh: false`); another content for the call is "
-        "`admission_conflict` naming both digests; a finished run is `invalid_state`.",
+        "`admission_conflict` naming both digests; a finished run is `invalid_state`. A run holds at most 64 "
+        "unexpired early results (`429 throttled`, with `Retry-After`) of at most 8 MiB together "
+        "(`413 input_too_large`); they are deleted once the run ends.",
         errors={
             400: ("invalid_request",),
             403: ("forbidden",),
             404: ("not_found",),
             409: ("admission_conflict", "invalid_state"),
             413: ("input_too_large", "request_too_large"),
+            429: ("throttled",),
         },
     ),
     "resume_by_callback": Doc(
@@ -116,12 +119,13 @@ OPERATIONS = {
         description="The `callback_url` of a pause stored with `callback: true`: POST the one-shot resume body, "
         "with no token. It resumes the pause exactly as `POST /runs/{id}/resume` would (same digests, bounds, "
         "receipts; the identical body again is the replay, 200) and records the actor `callback`. The URL is "
-        "the capability: a tampered token, one past the pause's deadline, a body naming another pause, or any "
-        "other method is a 404.",
+        "the capability: a tampered token, a body naming another pause, or any other method is a 404. Past the "
+        "pause's deadline it is `410 suspension_expired`, as the engine's own resume would be.",
         errors={
             400: ("invalid_request",),
             404: ("not_found",),
             409: (STALE, "admission_conflict", "not_suspended", "version_drift"),
+            410: ("suspension_expired",),
             413: ("input_too_large", "request_too_large"),
             422: ("results_mismatch",),
         },

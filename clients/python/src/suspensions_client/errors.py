@@ -280,6 +280,12 @@ class SuspensionExpired(Gone):
     code = "suspension_expired"
 
 
+class DeletedSince(Gone):
+    """A replayed `Idempotency-Key` whose first request succeeded; what it made (`problem["id"]`) was deleted since."""
+
+    code = "deleted_since"
+
+
 class InputTooLarge(PayloadTooLarge):
     code = "input_too_large"
 
@@ -339,6 +345,7 @@ BY_CODE: dict[str, type[SuspensionsError]] = {
         VersionDrift,
         IdempotencyMismatch,
         SuspensionExpired,
+        DeletedSince,
         InputTooLarge,
         RequestTooLarge,
         ResultsMismatch,
