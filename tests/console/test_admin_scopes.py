@@ -36,6 +36,7 @@ from suspensions.models import (
     NotificationRoute,
     OutboxEvent,
     Run,
+    SlackChannel,
     SlackIdentity,
     Start,
     Suspension,
@@ -49,7 +50,7 @@ from tests.helpers import member
 REGISTERED = list(admin.site._registry)
 # Users, groups and Slack identities carry no scope: only superusers see them (a staff user
 # allowed to edit users could make itself a superuser; one linking Slack ids could act as someone else).
-SUPERUSER_ONLY = [User, Group, SlackIdentity]
+SUPERUSER_ONLY = [User, Group, SlackIdentity, SlackChannel]
 SCOPED = [m for m in REGISTERED if m not in SUPERUSER_ONLY]
 
 
