@@ -181,6 +181,11 @@ def agent_reply_runs(principal: Principal) -> QuerySet[Run]:
     return Run.objects.filter(exact).filter(Exists(pause) | Q(Exists(running), state=RunState.RUNNING)).order_by("id")
 
 
+def slack_channel_grant(channel_id: str) -> SlackChannel | None:
+    """The grant of Slack channel `channel_id`, whoever holds it; None when nobody does. Reads only."""
+    return SlackChannel.objects.filter(channel_id=channel_id).first()
+
+
 def slack_channel_granted(channel_id: str, scope: str) -> bool:
     """Whether Slack channel `channel_id` is granted to `scope` or a scope above it (models.SlackChannel).
 

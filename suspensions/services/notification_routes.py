@@ -20,7 +20,7 @@ from django.db import transaction
 from .. import scopes, selectors
 from ..clock import db_now
 from ..exceptions import Forbidden, InvalidRequest, NotFound
-from ..models import NotificationChannel, NotificationRoute, Role
+from ..models import NotificationChannel, NotificationRoute, Role, SlackChannel
 from ..principals import Principal
 from .notifications import ROUTE_EVENT_TYPES
 from .webhooks import MAX_DESCRIPTION, check_event_types, operator_scope
@@ -36,9 +36,9 @@ SLACK_CHANNEL = re.compile(r"[CGD][A-Z0-9]{2,63}")
 def check_target(kind: Any, target: Any, *, scope: str | None = None) -> str:
     """An email route's address (Django's validator) or a Slack route's channel id; 400 otherwise.
 
-    With `scope`, a Slack channel must also be granted to it or a scope above
-    it (selectors.slack_channel_granted): one tenant never posts into another's
-    channel. The 400 says the same whether the channel is granted elsewhere or nowhere.
+    With `scope`, a Slack channel granted to another scope (one not covering
+    `scope`) is refused too (check_grant): one tenant never posts into
+    another's channel.
     """
     if kind not in NotificationChannel.values:
         raise InvalidRequest("kind is unknown", errors={"kind": [f"One of {', '.join(NotificationChannel.values)}."]})
@@ -48,9 +48,8 @@ def check_target(kind: Any, target: Any, *, scope: str | None = None) -> str:
         if not SLACK_CHANNEL.fullmatch(target):
             detail = "A Slack channel id, like C0123ABC (not its #name)."
             raise InvalidRequest("target is not a Slack channel id", errors={"target": [detail]})
-        if scope is not None and not selectors.slack_channel_granted(target, scope):
-            detail = f"Slack channel {target} is not granted to scope '{scope}' or a scope above it; ask a superuser."
-            raise InvalidRequest("target is not a Slack channel granted to this scope", errors={"target": [detail]})
+        if scope is not None:
+            check_grant(target, scope, selectors.slack_channel_grant(target))
         return target
     try:
         if len(target) > MAX_EMAIL:
@@ -59,6 +58,25 @@ def check_target(kind: Any, target: Any, *, scope: str | None = None) -> str:
     except ValidationError:
         raise InvalidRequest("target is not an email address", errors={"target": ["Not an email address."]}) from None
     return target
+
+
+def check_grant(channel_id: str, scope: str, grant: SlackChannel | None) -> None:
+    """400 naming `target` when Slack channel `channel_id` is granted to a scope that does not cover `scope`.
+
+    A channel granted to nobody passes: the route that names it first claims
+    it for its workspace (create_route).
+    """
+    if grant is not None and not scopes.covers(grant.scope, scope):
+        detail = f"Slack channel {channel_id} is granted to a scope other than '{scope}' or above it; ask a superuser."
+        raise InvalidRequest("target is a Slack channel granted to another scope", errors={"target": [detail]})
+
+
+def _claimed(channel_id: str, scope: str, principal: Principal) -> None:
+    """The channel's grant, made for `scope`'s workspace if nobody holds it; 400 if another scope won it meanwhile."""
+    workspace = scopes.path(scope)[0]
+    note = f"claimed by the first route to it, of {scope}, by {principal.name}"
+    grant, _ = SlackChannel.objects.get_or_create(channel_id=channel_id, defaults={"scope": workspace, "note": note})
+    check_grant(channel_id, scope, grant)
 
 
 def route_of(principal: Principal, route_id: UUID | str, *, lock: bool = False) -> NotificationRoute:
@@ -83,8 +101,10 @@ def create_route(
     """A new active route of `scope` (without one: the one scope where the principal is an operator).
 
     Refuses a bad field (400), a scope where the principal is not an
-    operator (403) and a Slack channel not granted to the scope (400)
-    before writing. Not idempotent: a retried create makes a second route
+    operator (403) and a Slack channel granted to another scope (400)
+    before writing; a channel nobody holds is granted to the route's
+    workspace in the same transaction (docs/notifications.md, Granting a
+    channel). Not idempotent: a retried create makes a second route
     (it asks nobody twice: notifications are one per recipient).
     """
     require_operator(principal)
@@ -108,6 +128,8 @@ def create_route(
             created_by=principal.name,
             created_at=db_now(),
         )
+        if kind == NotificationChannel.SLACK:
+            _claimed(target, scope, principal)
         route.stamp_scope(scope)
         route.save(force_insert=True)
         _logged("created", principal, route)

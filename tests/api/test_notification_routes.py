@@ -7,7 +7,7 @@ is a problem that writes nothing (tests.helpers.refused, whose snapshot holds th
 
 import pytest
 
-from suspensions.models import NotificationRoute
+from suspensions.models import NotificationRoute, SlackChannel
 from tests.helpers import client, grant_channel, post, refused
 
 ROUTES = "/api/v1/notification-routes"
@@ -98,13 +98,12 @@ def test_an_operator_of_a_parent_scope_sees_and_manages_the_routes_below_it(db, 
     assert parent.post(f"{ROUTES}/{below['id']}/disable").json()["active"] is False
 
 
-# -- a Slack channel must be granted to the route's scope or above (docs/notifications.md, Granting a channel) --
+# -- a Slack channel belongs to one scope (docs/notifications.md, Granting a channel) --
 
 
-@pytest.mark.parametrize("granted_to", [None, "globex", "acme/billing"])
-def test_a_slack_route_to_a_channel_not_granted_to_its_scope_or_above_is_400_naming_target(operator, granted_to):
-    if granted_to:
-        grant_channel("C0GLOBEX", granted_to)
+@pytest.mark.parametrize("granted_to", ["globex", "acme/billing"])
+def test_a_slack_route_to_a_channel_granted_to_another_scope_is_400_naming_target(operator, granted_to):
+    grant_channel("C0GLOBEX", granted_to)
 
     body = refused(
         lambda: post(operator, ROUTES, {"scope": "acme/support", "kind": "slack", "target": "C0GLOBEX"}),
@@ -113,6 +112,21 @@ def test_a_slack_route_to_a_channel_not_granted_to_its_scope_or_above_is_400_nam
     )
 
     assert "target" in body["errors"]
+
+
+def test_the_first_route_to_a_channel_nobody_holds_claims_it_for_its_workspace_and_another_tenant_is_then_refused(
+    operator, token
+):
+    response = post(operator, ROUTES, {"scope": "acme/support", "kind": "slack", "target": "C0FRESH"})
+
+    assert response.status_code == 201, response.content
+    assert SlackChannel.objects.get(channel_id="C0FRESH").scope == "acme"
+    rival = client(token("globex", ["operator"], "globex-ops"))
+    body = refused(
+        lambda: post(rival, ROUTES, {"scope": "globex", "kind": "slack", "target": "C0FRESH"}), 400, "invalid_request"
+    )
+    assert "target" in body["errors"]
+    assert post(operator, ROUTES, {"scope": "acme/billing", "kind": "slack", "target": "C0FRESH"}).status_code == 201
 
 
 def test_a_slack_channel_granted_to_the_workspace_serves_routes_of_its_projects(operator):

@@ -29,7 +29,7 @@ from suspensions.api import docs
 from suspensions.api.docs import samples as v
 from suspensions.api.errors import problem_exception_handler
 from suspensions.clock import db_now
-from suspensions.models import MessageStatus, SlackChannel, WebhookMessage
+from suspensions.models import MessageStatus, WebhookMessage
 from suspensions.services import audit
 from tests.helpers import client
 
@@ -311,11 +311,6 @@ class World:
         self.ids[v.ROUTE_ID] = self.made("operator", "/api/v1/notification-routes", body)["id"]
         return self
 
-    def slack_channel(self) -> "World":
-        """The example's channel granted to its scope by a superuser (docs/notifications.md, Granting a channel)."""
-        SlackChannel.objects.create(channel_id="C0123ABC", scope="demo")
-        return self
-
     def floor(self) -> "World":
         self.ids[v.FLOOR_ID] = self.made("operator", "/api/v1/approval-floors", {"quorum": 2})["id"]
         return self
@@ -379,7 +374,6 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "park_flow_wait": lambda w: w,
     "resume_flow_wait": World.parked,
     ("resume_flow_wait", "AnApprovalWait"): lambda w: w.parked(v.PARK_APPROVAL),
-    ("create_notification_route", "ASlackChannel"): World.slack_channel,
     "create_approval_floor": lambda w: w,
     "list_approval_floors": World.floor,
     "get_approval_floor": World.floor,
