@@ -12,9 +12,10 @@ TEST_ENV := DJANGO_SECRET_KEY=test-only-secret DJANGO_DEBUG=0 AUDIT_SIGNING_KEY=
 	DATABASE_URL=$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/suspensions} \
 	CELERY_BROKER_URL=$${TEST_BROKER_URL:-redis://127.0.0.1:6379/15} \
 	DJANGO_ALLOW_ASYNC_UNSAFE=true WEBHOOK_ALLOW_PRIVATE=1
-# Web and worker write their metrics to one directory so /metrics sums both (DESIGN §17);
+# Web and worker write their metrics to one directory so /metrics sums both (docs/api.md, "7.11 Metrics");
 # `make run` empties it before either starts: the previous run's processes are gone.
-# WEBHOOK_ALLOW_PRIVATE: the demo's and the tests' webhook receivers listen on 127.0.0.1 (DESIGN §14).
+# WEBHOOK_ALLOW_PRIVATE: the demo's and the tests' webhook receivers listen on 127.0.0.1
+# (docs/api.md, "Retries and guarantees").
 RUN_ENV := DJANGO_DEBUG=$${DJANGO_DEBUG:-1} PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/var/prometheus WEBHOOK_ALLOW_PRIVATE=1 \
 	CELERY_LOG_LEVEL=$${CELERY_LOG_LEVEL:-WARNING} \
 	EMAIL_BACKEND=$${EMAIL_BACKEND:-django.core.mail.backends.filebased.EmailBackend} \
@@ -68,8 +69,8 @@ lock:
 			--custom-compile-command "make lock" $(LOCK_ARGS) $$set.in -o $$set.txt || exit 1; \
 	done
 
-# The audit checkpoints' signing key (DESIGN §20): an Ed25519 seed of this checkout's own, added to an
-# older .env that lacks it.
+# The audit checkpoints' signing key (docs/auditors.md, "What is recorded"): an Ed25519 seed of this checkout's own,
+# added to an older .env that lacks it.
 AUDIT_KEY_LINE = AUDIT_SIGNING_KEY=$$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')
 
 # The local settings the README's manage.py commands read (gitignored, never overwritten):
@@ -130,8 +131,8 @@ proxy:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null)
 
 # Debian's PgBouncer for tests/ops/test_pgbouncer.py, which starts it itself with a temporary ini on a
-# free port (DESIGN §19). On a host with systemd the package also starts its own service on port 6432;
-# nothing here uses that one.
+# free port (docs/decisions.md, "`make run`'s PostgreSQL"). On a host with systemd the package also starts its own
+# service on port 6432; nothing here uses that one.
 pgbouncer:
 	command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || (apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null)

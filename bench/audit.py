@@ -1,4 +1,5 @@
-"""DESIGN §20: what the audit chain costs a transition, and the export's memory at a million events.
+"""The audit chain (docs/auditors.md, "What is recorded") and its export (docs/api.md, "7.14 Audit"): what the audit
+chain costs a transition, and the export's memory at a million events.
 
 (a) chain: register + pause + one-shot resume (four events) through the
 services, in this process, with the events chained (the hash finished by

@@ -1,4 +1,4 @@
-"""Issue 13: push (DESIGN §14): what the outbox costs a transition, and how fast deliveries leave.
+"""Issue 13: push (docs/api.md, "8. Push: webhooks"): what the outbox costs a transition, and how fast deliveries leave.
 
 Figures, all from one run:
 

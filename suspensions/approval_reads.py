@@ -1,4 +1,4 @@
-"""One approval, pending or decided, as the API and the console read it (DESIGN §15, last paragraph).
+"""One approval, pending or decided, as the API and the console read it (docs/policies.md, "Reading an approval").
 
 Below both (STYLE rule 14): the API's GET /approvals/{id} answers this body, and the
 console's approval page is drawn from the same body, so a decided approval shows the

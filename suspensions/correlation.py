@@ -1,4 +1,5 @@
-"""Correlation ids, store hints, user ids, reply-scope hashes and store keys (DESIGN §9). Pure functions.
+"""Correlation ids, store hints, user ids, reply-scope hashes and store keys
+(docs/decisions.md, "Correlation-keyed waits"). Pure functions.
 
 A flow runtime identifies a parked wait by the key its resume store would
 derive from the inbound envelope; the correlation id carries everything
@@ -18,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 NONCE = re.compile(r"[0-9a-f]{32}")
-# Stripped from the end in this order, each on its last occurrence (DESIGN §9).
+# Stripped from the end in this order, each on its last occurrence (docs/decisions.md, "Correlation-keyed waits").
 STRIP_ORDER = ("n", "reply", "thread", "flow", "pack")
 
 

@@ -1,4 +1,4 @@
-"""Canonical JSON, SHA-256 digests and the input bound (DESIGN §5). Pure functions."""
+"""Canonical JSON, SHA-256 digests and the input bound (docs/api.md, "5. Digests and bounds"). Pure functions."""
 
 import hashlib
 import json
@@ -43,7 +43,7 @@ def rfc3339(moment: datetime | None, timespec: str = "microseconds") -> str | No
 
 
 def encoded_size(value: Any) -> int:
-    """The byte length of `value` as canonical JSON: what DESIGN §5 bounds."""
+    """The byte length of `value` as canonical JSON: what the bound of docs/api.md, "5. Digests and bounds" measures."""
     return len(canonical(value))
 
 
@@ -152,7 +152,8 @@ def closure_digest(receipt: Any) -> str:
 
 
 def utc_or_none(moment: datetime) -> datetime | None:
-    """`moment` in UTC, or None when it has no offset or falls outside years 1-9999 there (DESIGN §16)."""
+    """`moment` in UTC, or None when it has no offset or falls outside years 1-9999 there
+    (docs/api.md, "5. Digests and bounds")."""
     if moment.utcoffset() is None:
         return None
     try:

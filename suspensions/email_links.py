@@ -1,4 +1,5 @@
-"""One-click links in approver emails (DESIGN §21): a signed capability for one approver, approval and decision.
+"""One-click links in approver emails (docs/notifications.md, "Email"): a signed capability for one approver, approval
+and decision.
 
 The token is django.core.signing over {user, approval, run, decision,
 revision, expiry} with its own salt: nobody can forge or alter one without

@@ -1,4 +1,4 @@
-"""The one table of error codes (DESIGN §10). Services raise these; one handler renders them."""
+"""The one table of error codes (docs/api.md, "6. Error codes"). Services raise these; one handler renders them."""
 
 from typing import Any
 
@@ -120,7 +120,8 @@ class WrongGate(ServiceError):
 
 
 class VersionDrift(ServiceError):
-    """The engine that resumes or starts is not the one that paused (DESIGN §22); `accept_drift` goes on."""
+    """The engine that resumes or starts is not the one that paused
+    (docs/api.md, "Version drift: `engine_version` and `accept_drift`"); `accept_drift` goes on."""
 
     status, code, title = 409, "version_drift", "The engine version differs from the one that paused"
 

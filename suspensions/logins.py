@@ -1,4 +1,5 @@
-"""Sign-in lockout (DESIGN §16): at most 10 failed attempts per (username, client address) in 15 minutes.
+"""Sign-in lockout (docs/decisions.md, "Trust boundaries"): at most 10 failed attempts per (username, client address) in
+15 minutes.
 
 After the tenth failure that pair is refused for 15 minutes, even with the
 right password. Two doors, one rule: the authentication backend counts and

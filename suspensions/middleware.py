@@ -136,7 +136,7 @@ class DatabaseUnavailableMiddleware:
 
 
 class NoStoreMiddleware:
-    """Cache-Control: no-store on every API answer and console page (DESIGN §16).
+    """Cache-Control: no-store on every API answer and console page (docs/decisions.md, "Trust boundaries").
 
     They carry continuations, inputs and receipts; no browser or proxy cache
     may keep a copy. Every one of them, not a list of views, so a new

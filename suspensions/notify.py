@@ -1,4 +1,4 @@
-"""Approver emails (DESIGN §14, §21): the email sender of notifications, and what the email says.
+"""Approver emails (docs/notifications.md, "Email"): the email sender of notifications, and what the email says.
 
 Who gets which email is decided when the notifications are written
 (services.notifications, in the outbox fan-out's or the reminder's

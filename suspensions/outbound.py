@@ -1,4 +1,5 @@
-"""One webhook POST leaving the process (DESIGN §14): the address check, the signature, the send.
+"""One webhook POST leaving the process (docs/api.md, "Retries and guarantees"): the address check, the signature, the
+send.
 
 No database here and no retries: `services.delivery` claims a batch of an
 endpoint's messages, sends them through one `Sender` outside any
@@ -28,8 +29,8 @@ import httpx
 from django.conf import settings
 from standardwebhooks.webhooks import Webhook
 
-# DESIGN §14: a 2xx within 10 s is delivered. httpx applies it to each phase (connect, write, read);
-# the delivery task's time limit bounds a receiver that trickles its answer.
+# docs/api.md, "Retries and guarantees": a 2xx within 10 s is delivered. httpx applies it to each phase (connect, write,
+# read); the delivery task's time limit bounds a receiver that trickles its answer.
 TIMEOUT = httpx.Timeout(10.0)
 # Instance metadata services: never a webhook receiver, whatever WEBHOOK_ALLOW_PRIVATE says.
 METADATA = frozenset(

@@ -1,4 +1,4 @@
-"""Approval policies without the database (DESIGN §15): call schemas, edits, and the decided calls.
+"""Approval policies without the database (docs/policies.md): call schemas, edits, and the decided calls.
 
 A pending call may carry `arguments_schema` (JSON Schema, draft 2020-12) and
 `editable`. The schema is checked when the pause is stored; an approver's
@@ -135,7 +135,8 @@ def calls_value(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def parse_policy(raw: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The Approval columns of a validated `approval` policy; no policy behaves as DESIGN §4."""
+    """The Approval columns of a validated `approval` policy; no policy behaves as a plain approval
+    (docs/api.md, "3. Who may do what")."""
     if raw is None:
         return {"quorum": 1, "exclude_requester": False, "on_expiry": "expire", "extend_seconds": None}
     on_expiry = raw.get("on_expiry", "expire")

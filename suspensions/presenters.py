@@ -374,7 +374,7 @@ def webhook_endpoint(endpoint: WebhookEndpoint) -> dict[str, Any]:
 
 
 def notification_route(route: NotificationRoute) -> dict[str, Any]:
-    """A notification route as operators read it (DESIGN §21)."""
+    """A notification route as operators read it (docs/notifications.md, "Routes")."""
     return {
         "id": str(route.id),
         "scope": route.scope,
@@ -437,7 +437,7 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 
-# -- the audit export (DESIGN §20) ---------------------------------------------------------------
+# -- the audit export (docs/api.md, "7.14 Audit") ------------------------------------------------
 
 
 def audit_public_key(public_key: str) -> dict[str, Any]:
@@ -484,7 +484,7 @@ def audit_checkpoint_line(checkpoint: AuditCheckpoint, runs: list[list[Any]]) ->
     }
 
 
-# -- webhook bodies (DESIGN §14) ----------------------------------------------------------------
+# -- webhook bodies (docs/api.md, "Event types") -------------------------------------------------
 
 
 def webhook_body(event: OutboxEvent, format: str = WebhookFormat.STANDARD) -> str:

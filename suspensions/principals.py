@@ -53,7 +53,8 @@ class Principal:
 
 
 # The people's roles: a token linked to a user holds them only while that user has staff status,
-# as the console does (DESIGN §16). Engine and bus are machines' roles and need no one's staff flag.
+# as the console does (docs/decisions.md, "Trust boundaries"). Engine and bus are machines' roles and need no one's
+# staff flag.
 STAFF_ROLES = frozenset({"approver", "auditor", "operator"})
 
 
@@ -82,7 +83,7 @@ def _user_is_staff(token: Any) -> bool:
 
 
 def has_staff_access(user: Any) -> bool:
-    """The console and the session API open only to an active staff user (DESIGN §16).
+    """The console and the session API open only to an active staff user (docs/decisions.md, "Trust boundaries").
 
     Superusers need the staff flag too: clearing it (or is_active) is the one
     switch that removes every power at once.

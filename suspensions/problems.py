@@ -8,7 +8,7 @@ from .exceptions import ServiceError
 
 PROBLEM = "application/problem+json"
 RETRY_AFTER_SECONDS = "5"
-# RFC 9110: every 401 names the scheme that would work (DESIGN §16).
+# RFC 9110: every 401 names the scheme that would work (docs/decisions.md, "Trust boundaries").
 BEARER_CHALLENGE = 'Bearer realm="api"'
 
 

@@ -1,4 +1,5 @@
-"""A call's `arguments_schema`, self-contained by construction (DESIGN §15, §16; issue 32).
+"""A call's `arguments_schema`, self-contained by construction (docs/policies.md, "What a schema may contain";
+docs/decisions.md, "Trust boundaries"; issue 32).
 
 A schema comes from the engine and is applied again when an approver edits
 the arguments, so applying it must never reach outside it or run unbounded:

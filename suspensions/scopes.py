@@ -1,4 +1,4 @@
-"""Scopes (DESIGN §2): `workspace[/project[/team]]`.
+"""Scopes (docs/api.md, "1. Words"): `workspace[/project[/team]]`.
 
 A row stores its scope and each of its prefixes in its own column
 (`scope_l1`, `scope_l2`, `scope_l3`), so "visible to a principal holding
@@ -34,7 +34,8 @@ def covers(holder: str, scope: str) -> bool:
 
 
 def parent(scope: str) -> str:
-    """The scope one level up (`acme/support` -> `acme`); a top-level scope is its own (DESIGN §15 escalation)."""
+    """The scope one level up (`acme/support` -> `acme`); a top-level scope is its own (escalation:
+    docs/policies.md, "What happens at the deadline")."""
     return scope.rsplit("/", 1)[0] if "/" in scope else scope
 
 

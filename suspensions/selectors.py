@@ -78,7 +78,8 @@ def latest_admission(
 
 
 def is_uncertain_start(run: Run, admission: Admission | None, start: Start | None) -> bool:
-    """A run that started executing its latest admission and never finished (DESIGN §7)."""
+    """A run that started executing its latest admission and never finished
+    (docs/api.md, "7.6 Closure of an uncertain start")."""
     return (
         run.state == RunState.RUNNING
         and admission is not None
@@ -159,7 +160,8 @@ def closures(principal: Principal) -> QuerySet[ClosureReceipt]:
 
 
 def agent_reply_runs(principal: Principal) -> QuerySet[Run]:
-    """Runs the bus must answer or recover (DESIGN §8), by id, in the scopes it holds `bus` in exactly.
+    """Runs the bus must answer or recover (docs/api.md, "`GET /agent-replies/runs` — discovery"), by id, in the scopes
+    it holds `bus` in exactly.
 
     A run qualifies while it holds an agent-reply pause (expired and admitted
     ones included) or, once a start consumed that pause, while it runs an
@@ -199,7 +201,7 @@ def slack_channel_granted(channel_id: str, scope: str) -> bool:
 def approvers_covering(scope: str) -> QuerySet[Any]:
     """Active staff users holding `approver` in `scope` or a scope above it, who have an email address.
 
-    Not filtered by a principal: it answers who must be told (DESIGN §14), for
+    Not filtered by a principal: it answers who must be told (docs/api.md, "8. Push: webhooks"), for
     the approver emails, never what a caller may see. Superusers are not added:
     a superuser is emailed only for scopes where they hold `approver`.
     """
@@ -221,7 +223,8 @@ def approvers_covering(scope: str) -> QuerySet[Any]:
 
 
 def webhook_endpoints(principal: Principal) -> QuerySet[WebhookEndpoint]:
-    """Endpoints in scopes where the principal is an operator (DESIGN §14): nobody else manages or reads them.
+    """Endpoints in scopes where the principal is an operator (docs/api.md, "7.8 Webhooks"): nobody else manages or
+    reads them.
 
     Unlike the evidence rows, seeing the scope is not enough: an endpoint's URL
     and deliveries are configuration of the operators' side.

@@ -1,4 +1,4 @@
-"""The one reader of client JSON (DESIGN §16): request bodies and the JSON held in strings.
+"""The one reader of client JSON (docs/api.md, "5. Digests and bounds"): request bodies and the JSON held in strings.
 
 The body parser and the string fields (`arguments`, `input`, ...) both call
 `loads`, so what one refuses the other cannot accept. Every refusal is a
@@ -15,7 +15,7 @@ from typing import Any
 # Encoders, digests and serializers recurse once per level; past this a value
 # would end as a RecursionError (a 500) somewhere further down.
 MAX_NESTING = 200
-# DESIGN §16: counters stay within what every JSON reader (a double) holds exactly.
+# docs/api.md, "5. Digests and bounds": counters stay within what every JSON reader (a double) holds exactly.
 MAX_SAFE_INTEGER = 2**53
 _MAX_DOUBLE = sys.float_info.max
 
@@ -82,7 +82,7 @@ def _check_value(value: Any) -> None:
 
 
 def loads(text: str) -> Any:
-    """Parse `text` under DESIGN §16's rules or raise StrictJSONError."""
+    """Parse `text` under the rules of docs/api.md, "5. Digests and bounds" or raise StrictJSONError."""
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float)
     except StrictJSONError:

@@ -1,4 +1,4 @@
-"""Tags on runs and pauses (DESIGN §22): the rule, in one place. Pure functions.
+"""Tags on runs and pauses (docs/api.md, "`POST /runs` — register (T1)"): the rule, in one place. Pure functions.
 
 A tag is 1 to 64 characters of `[a-z0-9._:-]` (so `team:billing`,
 `env.prod`, `ticket-4411` are tags; spaces and capitals are not); a run or a

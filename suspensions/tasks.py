@@ -55,7 +55,8 @@ def audit_checkpoint() -> int:
 
 @shared_task(name="suspensions.tasks.remind_approvers", ignore_result=True)
 def remind_approvers() -> int:
-    """Write the one reminder of each approval past 80% of its time to deadline (DESIGN §14); beat, every minute.
+    """Write the one reminder of each approval past 80% of its time to deadline (docs/notifications.md, "Email"); beat,
+    every minute.
 
     Each claim writes its approvals' reminder notifications in its transaction
     (one reminder per approval and approver); two of these at once claim
@@ -69,11 +70,12 @@ def remind_approvers() -> int:
 
 @shared_task(name="suspensions.tasks.forget_idempotency_keys", ignore_result=True)
 def forget_idempotency_keys() -> int:
-    """Beat, hourly: delete Idempotency-Keys past their 24 hours (DESIGN §22); a key kept longer is never replayed."""
+    """Beat, hourly: delete Idempotency-Keys past their 24 hours (docs/api.md, "4. Claims and recovery"); a key kept
+    longer is never replayed."""
     return idempotency.forget_expired()
 
 
-# -- push (DESIGN §14) --------------------------------------------------------------------------
+# -- push (docs/api.md, "8. Push: webhooks") ----------------------------------------------------
 
 # An outbox row still undispatched this long after its commit lost its fan-out task (or its worker).
 LOST_AFTER = timedelta(seconds=5)

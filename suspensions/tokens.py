@@ -31,7 +31,7 @@ def create_token(
 
     `expires_at=None` makes a token that never expires; past `expires_at` the
     API answers it 401 unauthenticated, like a revoked one. `user` links the
-    token to the person it acts for (separation of duties, DESIGN §15).
+    token to the person it acts for (separation of duties: docs/policies.md, "Quorum and separation of duties").
     """
     secret = new_secret()
     token = ApiToken(

@@ -1,4 +1,4 @@
-"""The Celery app: the worker and beat run the expiry sweep (DESIGN §6)."""
+"""The Celery app: the worker and beat run the expiry sweep (docs/api.md, "2. Lifecycle")."""
 
 import os
 

@@ -50,8 +50,8 @@ for _key in DATA_ENCRYPTION_KEYS:
         Fernet(_key)
     except ValueError:
         raise ImproperlyConfigured("DATA_ENCRYPTION_KEYS must be Fernet keys (32 url-safe base64 bytes)") from None
-# The audit checkpoints' Ed25519 signing key (DESIGN §20): base64 of a 32-byte private seed. `make run` writes
-# one into .env; elsewhere make one as the message below says.
+# The audit checkpoints' Ed25519 signing key (docs/auditors.md, "What is recorded"): base64 of a 32-byte private seed.
+# `make run` writes one into .env; elsewhere make one as the message below says.
 # In debug without it a development key is derived from SECRET_KEY (its checkpoints prove nothing to anyone).
 AUDIT_SIGNING_KEY = env.str("AUDIT_SIGNING_KEY", default="")
 if not AUDIT_SIGNING_KEY:
@@ -130,7 +130,7 @@ TEMPLATES = [
     },
 ]
 
-# PostgreSQL everywhere (DESIGN §19). DATABASE_URL is required with DEBUG off, like the secret;
+# PostgreSQL everywhere (docs/decisions.md, "The plain core"). DATABASE_URL is required with DEBUG off, like the secret;
 # with DEBUG on and none set it is the embedded server of this checkout, which `make run` and
 # `make db` start with its data and socket under var/postgres (bin/localdb.py).
 EMBEDDED_DATABASE_URL = f"postgres://postgres@/suspensions?host={quote(str(VAR_DIR / 'postgres'))}"
@@ -156,7 +156,7 @@ if _pool_max < _pool_min:
 DATABASES["default"]["OPTIONS"] = {
     # The URL's own parameters (sslmode, host for a socket directory, ...) are kept.
     **DATABASES["default"].get("OPTIONS", {}),
-    # No server-side prepared statements (DESIGN §19), so PgBouncer in transaction mode needs nothing
+    # No server-side prepared statements (docs/deploy.md, "PgBouncer"), so PgBouncer in transaction mode needs nothing
     # set: Django's psycopg cursors bind parameters on the client (server_side_binding stays off),
     # which prepares nothing whatever prepare_threshold says (None says it too), and a transition's
     # writes are several statements in one execute (services/sql/rows.py, Writes.send), which only
@@ -246,15 +246,15 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# Idempotency-Keys answer for 24 hours (DESIGN §22); past that a key is free again (services/idempotency.take)
-# and this deletes the rows.
+# Idempotency-Keys answer for 24 hours (docs/api.md, "4. Claims and recovery"); past that a key is free again
+# (services/idempotency.take) and this deletes the rows.
 CELERY_BEAT_SCHEDULE["forget-idempotency-keys"] = {
     "task": "suspensions.tasks.forget_idempotency_keys",
     "schedule": 3600,
     "options": {"expires": 3600},
 }
-# Signed audit checkpoints (DESIGN §20): how often, and how far back a checkpoint looks for runs whose chain
-# changed (an event committed after a checkpoint may carry an earlier time: its transaction's clock).
+# Signed audit checkpoints (docs/auditors.md, "What is recorded"): how often, and how far back a checkpoint looks for
+# runs whose chain changed (an event committed after a checkpoint may carry an earlier time: its transaction's clock).
 AUDIT_CHECKPOINT_SECONDS = env_int("AUDIT_CHECKPOINT_SECONDS", default=300, minimum=1)
 AUDIT_CHECKPOINT_GRACE_SECONDS = env_int("AUDIT_CHECKPOINT_GRACE_SECONDS", default=600, minimum=0)
 CELERY_BEAT_SCHEDULE["audit-checkpoint"] = {
@@ -263,8 +263,8 @@ CELERY_BEAT_SCHEDULE["audit-checkpoint"] = {
     "options": {"expires": AUDIT_CHECKPOINT_SECONDS},
 }
 
-# Approver emails (DESIGN §14). Production: EMAIL_URL (smtp://user:pass@host:587, smtp+tls://, smtp+ssl://);
-# without it EMAIL_BACKEND/EMAIL_FILE_PATH, which `make run` points at a file backend under var/mail.
+# Approver emails (docs/notifications.md, "Email"). Production: EMAIL_URL (smtp://user:pass@host:587, smtp+tls://,
+# smtp+ssl://); without it EMAIL_BACKEND/EMAIL_FILE_PATH, which `make run` points at a file backend under var/mail.
 if env.str("EMAIL_URL", default=""):
     vars().update(env.email_url("EMAIL_URL"))
 else:
@@ -274,15 +274,17 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="suspensions@localhos
 # A slow mail server must not hold a worker for minutes (Django's default is no timeout).
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", default=10, minimum=1)
 # The public origin of the console, for links that leave the site (emails, Slack messages).
-# A pause's callback URL (DESIGN §22) uses it too, unless it is left at this default: then the request's own host.
+# A pause's callback URL (docs/api.md, "Callback URLs: `POST /callbacks/{token}`") uses it too, unless it is left at
+# this default: then the request's own host.
 CONSOLE_BASE_URL_DEFAULT = "http://127.0.0.1:8000"
 CONSOLE_BASE_URL = env.str("CONSOLE_BASE_URL", default=CONSOLE_BASE_URL_DEFAULT).rstrip("/")
-# Slack approvals (DESIGN §21): on only with both the bot token (xoxb-...) and the app's signing secret.
-# SLACK_API_URL moves the Web API's base (the tests point it at a local fake).
+# Slack approvals (docs/notifications.md, "Slack"): on only with both the bot token (xoxb-...) and the app's signing
+# secret. SLACK_API_URL moves the Web API's base (the tests point it at a local fake).
 SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")
 SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
 SLACK_API_URL = env.str("SLACK_API_URL", default="https://slack.com/api/").rstrip("/") + "/"
-# 1: an email's one-click Approve/Deny link asks its approver to sign in first (DESIGN §21); 0: the link is the key.
+# 1: an email's one-click Approve/Deny link asks its approver to sign in first (docs/notifications.md, "Email"); 0: the
+# link is the key.
 EMAIL_LINKS_REQUIRE_LOGIN = env.bool("EMAIL_LINKS_REQUIRE_LOGIN", default=False)
 # How often beat looks for approvals due their one reminder (80% of the time to deadline).
 REMINDER_INTERVAL_SECONDS = env_int("REMINDER_INTERVAL_SECONDS", default=60, minimum=1)
@@ -292,8 +294,9 @@ CELERY_BEAT_SCHEDULE["remind-approvers"] = {
     "options": {"expires": REMINDER_INTERVAL_SECONDS},
 }
 
-# Webhook delivery (DESIGN §14). Private, loopback and link-local receivers are refused unless this is on
-# (`make run` and the tests turn it on: their receivers listen on 127.0.0.1). Cloud metadata addresses always are.
+# Webhook delivery (docs/api.md, "Retries and guarantees"). Private, loopback and link-local receivers are refused
+# unless this is on (`make run` and the tests turn it on: their receivers listen on 127.0.0.1). Cloud metadata addresses
+# always are.
 WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
 # Seconds to wait after each failed attempt; past the last one the message is failed (dead, redeliverable).
 _retry_schedule = env.str("WEBHOOK_RETRY_SCHEDULE", default="5,30,120,600,3600,14400,43200,86400")
@@ -325,7 +328,7 @@ CELERY_BEAT_SCHEDULE["notification-sweep"] = {
     "options": {"expires": WEBHOOK_SWEEP_SECONDS},
 }
 
-# DESIGN §5: retained inputs up to 8 MiB, bodies up to 8 MiB + 64 KiB.
+# docs/api.md, "5. Digests and bounds": retained inputs up to 8 MiB, bodies up to 8 MiB + 64 KiB.
 MAX_INPUT_BYTES = 8 * 1024 * 1024
 MAX_REQUEST_BYTES = MAX_INPUT_BYTES + 64 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
@@ -333,7 +336,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 EARLY_RESULTS_PER_RUN = env_int("EARLY_RESULTS_PER_RUN", default=64, minimum=1)
 EARLY_RESULT_BYTES_PER_RUN = env_int("EARLY_RESULT_BYTES_PER_RUN", default=MAX_INPUT_BYTES, minimum=1)
 
-# Django's ModelBackend plus the sign-in lockout (DESIGN §16), for the console and the admin alike.
+# Django's ModelBackend plus the sign-in lockout (docs/decisions.md, "Trust boundaries"), for the console and the admin
+# alike.
 AUTHENTICATION_BACKENDS = ["suspensions.logins.LockoutBackend"]
 # The sign-in lockout counts per client address: REMOTE_ADDR, or behind a proxy the META
 # name of the header it sets (e.g. HTTP_X_FORWARDED_FOR; its last entry is used).
@@ -427,7 +431,7 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# DESIGN §17: one JSON object per line on stderr, each with the request id,
+# docs/deploy.md, "Logs": one JSON object per line on stderr, each with the request id,
 # principal and run id of the request or task that wrote it. Django's own
 # loggers lose their text handlers and go through the same one.
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO").upper()
@@ -483,5 +487,5 @@ LOGGING = {
     },
 }
 
-# GET /metrics wants `Authorization: Bearer <METRICS_TOKEN>` when set; open when empty (DESIGN §17).
+# GET /metrics wants `Authorization: Bearer <METRICS_TOKEN>` when set; open when empty (docs/api.md, "7.11 Metrics").
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")

@@ -24,7 +24,7 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", observability_views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
-    # Slack's Interactivity request URL (DESIGN §21): signed by Slack, outside /api/ and its tokens.
+    # Slack's Interactivity request URL (docs/notifications.md, "Slack"): signed by Slack, outside /api/ and its tokens.
     path("integrations/slack/interactions", slack_interactions, name="slack-interactions"),
     path("console/", include("suspensions.console.urls")),
     path("", RedirectView.as_view(pattern_name="console:dashboard", permanent=False)),

@@ -103,7 +103,8 @@ def engine(db: None, token: Callable[..., str]) -> APIClient:
 
 @pytest.fixture
 def chains_intact(db: None) -> Iterator[None]:
-    """After the test, every run's audit chain, read from the events API, recomputes in Python (DESIGN §20).
+    """After the test, every run's audit chain, read from the events API, recomputes in Python
+    (docs/auditors.md, "What is recorded").
 
     Modules whose tests drive transitions of every kind use it (pytestmark), so each door's events are held to it.
     """

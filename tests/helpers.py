@@ -47,7 +47,8 @@ def call(call_id: str = "c1", name: str = "refund", arguments: str = '{"amount":
 
 
 def envelope(**overrides: Any) -> dict[str, Any]:
-    """The inbound envelope of a flow step that parks a correlation-keyed wait (DESIGN §9)."""
+    """The inbound envelope of a flow step that parks a correlation-keyed wait
+    (docs/api.md, "7.7 Flow waits (correlation-keyed)")."""
     body: dict[str, Any] = {
         "tenant": "acme",
         "env": "prod",

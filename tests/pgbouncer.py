@@ -1,4 +1,4 @@
-"""PgBouncer in transaction pooling mode, started for real in front of a test's database (DESIGN §19).
+"""PgBouncer in transaction pooling mode, started for real in front of a test's database (docs/deploy.md, "PgBouncer").
 
 Debian's `pgbouncer` (`make pgbouncer`) runs in the foreground with an ini and a userlist of
 its own in a temporary directory, on a free port of 127.0.0.1; the package's own service and

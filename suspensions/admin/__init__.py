@@ -1,4 +1,4 @@
-"""Django admin for auditors and admins (DESIGN §11, §16).
+"""Django admin for auditors and admins (docs/decisions.md, "Trust boundaries").
 
 Every registered ModelAdmin of this app derives from `ScopedAdmin`:
 

@@ -155,7 +155,8 @@ class MembershipAdmin(ScopedAdmin):
 
 @admin.register(SlackIdentity)
 class SlackIdentityAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
-    """Which Slack member acts as which user (DESIGN §21): superusers link, correct or remove them.
+    """Which Slack member acts as which user (docs/notifications.md, "Who a Slack user is"): superusers link, correct or
+    remove them.
 
     Superusers only, like users: a staff user who could link their own Slack id to
     another account would decide approvals in that person's name.

@@ -1,4 +1,5 @@
-"""A run's whole history for its admin change page (DESIGN §20 "Admin"): one read-only helper, fixed queries.
+"""A run's whole history for its admin change page (docs/decisions.md, "The run's admin page"): one read-only helper,
+fixed queries.
 
 The evidence tables keep the run's id as a plain column, not a foreign key
 (deleting a pause must never delete its proof), so Django's inlines cannot

@@ -151,7 +151,9 @@ class ClosureReceiptAdmin(ReadOnlyAdmin):
 
 @admin.register(EarlyResult)
 class EarlyResultAdmin(ReadOnlyAdmin):
-    """Tool results kept before their pause (DESIGN §22); `suspension_id` is the pause a resume used them for."""
+    """Tool results kept before their pause
+    (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"); `suspension_id` is the pause a resume
+    used them for."""
 
     list_display = ("id", "run_id", "call_id", "scope", "suspension_id", "created_at", "expires_at")
     list_filter = ("scope_l1",)

@@ -1,4 +1,5 @@
-"""One approval, pending or decided, with what was asked (DESIGN §15, last paragraph; read in approval_reads.py)."""
+"""One approval, pending or decided, with what was asked (docs/policies.md, "Reading an approval"; read in
+approval_reads.py)."""
 
 from uuid import UUID
 

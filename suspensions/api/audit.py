@@ -1,4 +1,5 @@
-"""The audit trail for auditors (DESIGN §20): the checkpoints' public key, and the export as JSON Lines."""
+"""The audit trail for auditors (docs/api.md, "7.14 Audit"): the checkpoints' public key, and the export as JSON
+Lines."""
 
 import functools
 import json

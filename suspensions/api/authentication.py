@@ -64,7 +64,8 @@ def authorization_header(request: Request | HttpRequest) -> bytes:
 
 
 class StaffSessionAuthentication(authentication.SessionAuthentication):
-    """The console's session, for an active staff user only (DESIGN §16); anyone else is 403 forbidden.
+    """The console's session, for an active staff user only (docs/decisions.md, "Trust boundaries"); anyone else is 403
+    forbidden.
 
     principals.for_user already grants such a user nothing; refusing here as
     well tells a demoted user why nothing works instead of showing empty lists.

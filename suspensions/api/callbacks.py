@@ -1,4 +1,6 @@
-"""Early results and callback URLs over HTTP (DESIGN §22): two ways a tool result reaches its pause."""
+"""Early results and callback URLs over HTTP
+(docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"): two ways a tool result reaches its
+pause."""
 
 from typing import Any, NoReturn
 from uuid import UUID

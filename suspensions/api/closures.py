@@ -42,7 +42,8 @@ def digest_field(help_text: str) -> StrictStr:
 
 
 class Close(Strict):
-    """DESIGN §7; unknown keys (an `actor`, say) are refused: the actor is the authenticated operator."""
+    """The closure request (docs/api.md, "7.6 Closure of an uncertain start"); unknown keys (an `actor`, say) are
+    refused: the actor is the authenticated operator."""
 
     schema_version = StrictInt(min_value=1, max_value=services.closure.SCHEMA_VERSION, help_text="`1`.")
     version = ClaimVersion(help_text="The latest admission's `version`.")

@@ -1,4 +1,5 @@
-"""Agent-reply discovery (DESIGN §8): which runs the bus must answer or recover."""
+"""Agent-reply discovery (docs/api.md, "`GET /agent-replies/runs` — discovery"): which runs the bus must answer or
+recover."""
 
 from typing import Any
 from uuid import UUID

@@ -9,7 +9,8 @@ from ..strictjson import MAX_SAFE_INTEGER
 
 
 class StrictInt(serializers.IntegerField):
-    """At most ±2^53 unless the field says less (DESIGN §16): beyond it a JSON reader may round the value."""
+    """At most ±2^53 unless the field says less (docs/api.md, "5. Digests and bounds"): beyond it a JSON reader may
+    round the value."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_value", MAX_SAFE_INTEGER)

@@ -1,4 +1,5 @@
-"""Correlation-keyed waits over HTTP (DESIGN §9): engines park a flow's wait, the bus resumes it."""
+"""Correlation-keyed waits over HTTP (docs/api.md, "7.7 Flow waits (correlation-keyed)"): engines park a flow's wait,
+the bus resumes it."""
 
 from typing import Any
 

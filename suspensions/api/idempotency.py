@@ -1,4 +1,5 @@
-"""`Idempotency-Key` on the POSTs that create (DESIGN §22): `@idempotent` on the view's `post`.
+"""`Idempotency-Key` on the POSTs that create (docs/api.md, "4. Claims and recovery"): `@idempotent` on the view's
+`post`.
 
 Without the header a request is served as before, at no cost: not one
 statement more. With it, the view runs inside one transaction that first

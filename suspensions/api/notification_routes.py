@@ -1,4 +1,5 @@
-"""Notification routes over HTTP (DESIGN §21): the operator's routes, shaped and scoped like the webhooks'.
+"""Notification routes over HTTP (docs/notifications.md, "Routes"): the operator's routes, shaped and scoped like the
+webhooks'.
 
 Every write is one service call (services/notification_routes.py); a refusal
 is the service's problem+json and writes nothing.

@@ -35,7 +35,7 @@ class IdCursorPagination(CursorPagination):
     max_page_size = 200
 
     def get_page_size(self, request: Any) -> int:
-        # A malformed or out-of-range page_size is a 400, not a silent default or clamp (DESIGN §8's rule for limits).
+        # A malformed or out-of-range page_size is a 400, not a silent default or clamp (docs/api.md, "6. Error codes").
         raw = request.query_params.get(self.page_size_query_param)
         if raw in (None, ""):
             return self.page_size

@@ -1,4 +1,5 @@
-"""JSON bodies, parsed strictly by the one reader of client JSON (suspensions.strictjson, DESIGN §16)."""
+"""JSON bodies, parsed strictly by the one reader of client JSON (suspensions.strictjson,
+docs/api.md, "5. Digests and bounds")."""
 
 from typing import Any
 

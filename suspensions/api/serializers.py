@@ -1,4 +1,5 @@
-"""Request shapes, validated strictly at the boundary (DESIGN §2, §5)."""
+"""Request shapes, validated strictly at the boundary (docs/api.md, "1. Words";
+docs/api.md, "5. Digests and bounds")."""
 
 import base64
 import binascii
@@ -162,7 +163,7 @@ class PendingCall(Strict):
     }
 )
 class OnExpiryField(serializers.Field):
-    """`expire`, `deny`, or `{"escalate": {"extend_seconds": n}}` (DESIGN §15)."""
+    """`expire`, `deny`, or `{"escalate": {"extend_seconds": n}}` (docs/policies.md, "What happens at the deadline")."""
 
     def to_internal_value(self, data: Any) -> Any:
         if data in ("expire", "deny"):
@@ -264,7 +265,8 @@ class Result(Strict):
 
 
 class DriftGuard(Strict):
-    """The version-drift guard of a resume or start (DESIGN §22); not part of the request digest."""
+    """The version-drift guard of a resume or start (docs/api.md, "Version drift: `engine_version` and `accept_drift`");
+    not part of the request digest."""
 
     engine_version = ShownStr(
         required=False,
@@ -288,7 +290,8 @@ class Resume(DriftGuard):
 
 
 class KeepEarlyResult(Strict):
-    """A tool result that may come before its pause (DESIGN §22)."""
+    """A tool result that may come before its pause
+    (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause")."""
 
     call_id = ShownStr(max_length=200, help_text="The id the pending call will have.")
     content = AnyJSON(allow_null=True, help_text="What the tool returned: any JSON, as in a one-shot resume.")
@@ -349,7 +352,7 @@ class Decide(Strict):
         return attrs
 
 
-# -- webhooks (DESIGN §14) --------------------------------------------------------------------
+# -- webhooks (docs/api.md, "7.8 Webhooks") ---------------------------------------------------
 
 
 class CreateWebhook(Strict):
@@ -372,7 +375,7 @@ class CreateWebhook(Strict):
     description = StrictStr(max_length=500, required=False, allow_blank=True, default="")
 
 
-# -- notification routes (DESIGN §21) ---------------------------------------------------------
+# -- notification routes (docs/notifications.md, "Routes") ------------------------------------
 
 
 class CreateNotificationRoute(Strict):

@@ -100,8 +100,8 @@ class PendingCallOut(serializers.Serializer):
     name = serializers.CharField()
     arguments = serializers.CharField(help_text="A string holding JSON, byte for byte as given; not an object.")
     reply_with = serializers.CharField(required=False, help_text="Only on the one call of an `agent_reply` pause.")
-    arguments_schema = serializers.JSONField(required=False, help_text="Approval pauses: as given (DESIGN §15).")
-    editable = serializers.BooleanField(required=False, help_text="Approval pauses: as given (DESIGN §15).")
+    arguments_schema = serializers.JSONField(required=False, help_text="Approval pauses: as given (docs/policies.md).")
+    editable = serializers.BooleanField(required=False, help_text="Approval pauses: as given (docs/policies.md).")
 
 
 class SuspensionSummaryOut(serializers.Serializer):
@@ -201,7 +201,7 @@ class PausedOut(SuspensionOut):
 
 
 class EarlyOut(serializers.Serializer):
-    """A kept early result (DESIGN §22)."""
+    """A kept early result (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause")."""
 
     run_id = serializers.UUIDField()
     call_id = serializers.CharField()
@@ -350,7 +350,7 @@ class ApprovalOut(serializers.Serializer):
     )
 
 
-# -- webhooks (DESIGN §14) --------------------------------------------------------------------
+# -- webhooks (docs/api.md, "7.8 Webhooks") ---------------------------------------------------
 
 
 class WebhookEndpointOut(serializers.Serializer):
@@ -382,7 +382,7 @@ class WebhookEndpointSecretOut(WebhookEndpointOut):
     )
 
 
-# -- notification routes (DESIGN §21) ---------------------------------------------------------
+# -- notification routes (docs/notifications.md, "Routes") ------------------------------------
 
 
 class NotificationRouteOut(serializers.Serializer):
@@ -447,7 +447,7 @@ class WebhookMessageOut(serializers.Serializer):
     attempts = DeliveryAttemptOut(many=True)
 
 
-# -- errors (DESIGN §10) ----------------------------------------------------------------------
+# -- errors (docs/api.md, "6. Error codes") ---------------------------------------------------
 
 
 class Problem(serializers.Serializer):

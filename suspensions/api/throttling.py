@@ -1,4 +1,5 @@
-"""Per-token API throttling (DESIGN §16): off unless API_THROTTLE_RATE is set, e.g. "100/min"."""
+"""Per-token API throttling (docs/decisions.md, "Trust boundaries"): off unless API_THROTTLE_RATE is set, e.g.
+"100/min"."""
 
 from typing import Any
 

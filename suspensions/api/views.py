@@ -49,7 +49,8 @@ def version_of(data: dict[str, Any]) -> services.Version:
 
 
 def drift_guard(data: dict[str, Any]) -> dict[str, Any]:
-    """The version-drift guard's fields of a resume or start body (DESIGN §22), as the services take them."""
+    """The version-drift guard's fields of a resume or start body
+    (docs/api.md, "Version drift: `engine_version` and `accept_drift`"), as the services take them."""
     return {"engine_version": data.get("engine_version"), "accept_drift": data.get("accept_drift", False)}
 
 
@@ -99,7 +100,8 @@ class RunEvents(generics.ListAPIView):
 
 
 def callback_url(request: Request, suspension: Suspension) -> str:
-    """The pause's callback URL (DESIGN §22): on CONSOLE_BASE_URL when it is set, else on the request's own host.
+    """The pause's callback URL (docs/api.md, "Callback URLs: `POST /callbacks/{token}`"): on CONSOLE_BASE_URL when it
+    is set, else on the request's own host.
 
     Its built-in default names a laptop's `make run`, no deployment: left at it, the host asked is the better guess.
     """
@@ -274,7 +276,8 @@ class LatestAdmission(APIView):
 
 @extend_schema_view(get=extend_schema(**docs.operation("list_admissions", ok={200: shapes.AdmissionReceiptOut})))
 class AdmissionList(generics.ListAPIView):
-    """Admitted work waiting for a start: the engine's queue (DESIGN §13, §16), only where it is an engine.
+    """Admitted work waiting for a start: the engine's queue (docs/api.md, "7.4 Admissions and starts";
+    docs/decisions.md, "Trust boundaries"), only where it is an engine.
 
     A role-only list checks its role like the writes; auditors read a run's
     admissions under /runs/{id}/admissions instead.

@@ -1,4 +1,4 @@
-"""Webhook endpoints over HTTP (DESIGN §14): the operator's routes; every write is one service call."""
+"""Webhook endpoints over HTTP (docs/api.md, "7.8 Webhooks"): the operator's routes; every write is one service call."""
 
 from typing import Any
 from uuid import UUID

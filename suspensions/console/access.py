@@ -1,4 +1,4 @@
-"""Who may open a console page: an active staff user (DESIGN §16)."""
+"""Who may open a console page: an active staff user (docs/decisions.md, "Trust boundaries")."""
 
 from collections.abc import Callable
 from functools import wraps

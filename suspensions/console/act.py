@@ -1,4 +1,4 @@
-"""The one-click links of approver emails (DESIGN §21): `/console/act/{token}`.
+"""The one-click links of approver emails (docs/notifications.md, "Email"): `/console/act/{token}`.
 
 A GET never decides: mail scanners and link previews open every link, so the
 page shows what would be decided and a button; the decision is that page's

@@ -1,10 +1,11 @@
-"""The approver's pages (DESIGN §11): the inbox, one approval, and the decision.
+"""The approver's pages (docs/decisions.md, "The approver's flow in the console"): the inbox, one approval, and the
+decision.
 
 The inbox's filters travel with the approver: from the inbox to an approval, into
 the decision form, and on to the next approval of the same filter once decided.
 A decision whose session ended on the way is never lost silently: nothing is
 decided, and the approver comes back to the approval with the unsent reason.
-An approval's policy (DESIGN §15) shows on the same page (console/policy.py): a vote
+An approval's policy (docs/policies.md) shows on the same page (console/policy.py): a vote
 short of its quorum comes back to the approval, and edited arguments the call's
 schema refuses come back next to their field, as typed, with nothing decided.
 """

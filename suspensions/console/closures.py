@@ -78,7 +78,8 @@ class ProofTimeField(forms.CharField):
 
 
 class ClosureForm(forms.Form):
-    """The closure request of DESIGN §7; the hidden fields are what the page showed."""
+    """The closure request (docs/api.md, "7.6 Closure of an uncertain start"); the hidden fields are what the page
+    showed."""
 
     suspension_id = forms.UUIDField(widget=forms.HiddenInput)
     version_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)

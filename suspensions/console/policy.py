@@ -1,4 +1,4 @@
-"""An approval's policy on the console's approval page (DESIGN §15): its words, the votes, the edit fields.
+"""An approval's policy on the console's approval page (docs/policies.md): its words, the votes, the edit fields.
 
 Plain data for the templates, built from the approval body (approval_reads.find_approval,
 the API's shape) and the vote rows; nothing here writes or decides. The decision itself

@@ -131,7 +131,7 @@ def run_config(continuation: dict[str, Any]) -> dict[str, Any]:
         "tools": [str(t) if not isinstance(t, dict) else str(t.get("name", pretty(t))) for t in tools]
         if isinstance(tools, list)
         else [],
-        # An absent flag reads as false (DESIGN §2): it may be lost, never invented.
+        # An absent flag reads as false (docs/api.md, "1. Words"): it may be lost, never invented.
         "tools_restricted": bool(config.get("tools_restricted", False)),
         "all_tools_restricted": bool(config.get("all_tools_restricted", False)),
         "full": pretty(config),

@@ -1,4 +1,4 @@
-"""Notification routes in the console (DESIGN §21), beside the webhooks: for operators only.
+"""Notification routes in the console (docs/notifications.md, "Routes"), beside the webhooks: for operators only.
 
 One page lists the routes of the operator's scopes with the count of their
 scopes' notifications by status (failed ones are the dead letters to look

@@ -1,4 +1,5 @@
-"""The staff console (DESIGN §11): server-rendered pages for approvers, operators and auditors.
+"""The staff console (docs/decisions.md, "The approver's flow in the console"): server-rendered pages for approvers,
+operators and auditors.
 
 Every view needs a signed-in active staff user (access.py); what they see comes from their memberships
 through the same scoped selectors as the API, and decisions (approvals.py) call
@@ -110,7 +111,8 @@ def uncertain(request: HttpRequest) -> HttpResponse:
     show_recent = request.GET.get("recent") == "1"
     rows = queries.uncertain_starts(principal, now, settled=None if show_recent else settled)
     for row in rows:
-        # The closure form is offered only where the user may close (DESIGN §7: operator in the run's scope).
+        # The closure form is offered only where the user may close (an operator in the run's scope:
+        # docs/api.md, "7.6 Closure of an uncertain start").
         row["may_close"] = principal.can(Role.OPERATOR, row["scope"])
         row["recent"] = row["started_at"] > settled
     context = {

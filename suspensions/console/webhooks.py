@@ -1,4 +1,4 @@
-"""Webhook endpoints in the console (DESIGN §14, issue "Push, not poll"): for operators only.
+"""Webhook endpoints in the console (docs/api.md, "7.8 Webhooks"; issue "Push, not poll"): for operators only.
 
 The pages call the same services as the API (services/webhooks.py) and read
 the same presenters. Every POST redirects (post/redirect/get), so a reload

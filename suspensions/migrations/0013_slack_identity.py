@@ -1,4 +1,5 @@
-# Slack approvals (DESIGN §21): a person's Slack member id, so a button press acts as that user.
+# Slack approvals (docs/notifications.md, "Who a Slack user is"): a person's Slack member id, so a button press acts as
+# that user.
 
 import django.db.models.deletion
 from django.conf import settings

@@ -1,6 +1,7 @@
-# DESIGN §20: every event carries prev_hash and hash (the run's chain), and signed checkpoints (with the
-# last sealed head of each run, and a BRIN index on event.at for "runs with events since") seal the chains. Existing events are chained here, run by run in id order, with suspensions/audit.py: the
-# same function the writer's SQL agrees with and the verifier recomputes.
+# docs/auditors.md, "What is recorded": every event carries prev_hash and hash (the run's chain), and signed checkpoints
+# (with the last sealed head of each run, and a BRIN index on event.at for "runs with events since") seal the chains.
+# Existing events are chained here, run by run in id order, with suspensions/audit.py: the same function the writer's
+# SQL agrees with and the verifier recomputes.
 
 import django.contrib.postgres.indexes
 from django.db import migrations, models

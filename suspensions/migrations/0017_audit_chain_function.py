@@ -1,5 +1,6 @@
-# DESIGN §20: the audit chain's INSERT as one PL/pgSQL function, suspensions_chain_events, called by the
-# transition's writes (services/sql/rows.py, Writes.insert_events) and by the sweep (services/sql/expiry.py).
+# docs/auditors.md, "What is recorded": the audit chain's INSERT as one PL/pgSQL function, suspensions_chain_events,
+# called by the transition's writes (services/sql/rows.py, Writes.insert_events) and by the sweep
+# (services/sql/expiry.py).
 #
 # Why a function: the chained INSERT (draw the id, read the run's newest hash, hash) planned anew for every
 # event was most of what the chain cost PostgreSQL, because the service binds parameters on the client (no

@@ -72,8 +72,9 @@ class Run(Scoped):
     # The reason of the latest pause, kept after the pause is gone so runs can be
     # filtered by what they waited for.
     last_reason = models.CharField(max_length=16, choices=Reason.choices, blank=True)
-    # Set when an early result is kept for this run (DESIGN §22), never cleared: read with the run lock,
-    # it spares a pause of a run that never had one the look-up of its early results.
+    # Set when an early result is kept for this run
+    # (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"), never cleared: read with the run
+    # lock, it spares a pause of a run that never had one the look-up of its early results.
     has_early_results = models.BooleanField(default=False)
     # The engine's labels (suspensions/tags.py): set at register, never changed.
     tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
@@ -108,7 +109,8 @@ class Suspension(Scoped):
     continuation = models.TextField()
     # ",name1,name2," so a tool-name filter is a plain containment test on any database.
     tool_names = models.TextField(blank=True)
-    # Wide enough for a flow wait's store key (DESIGN §9); API pauses send at most 200.
+    # Wide enough for a flow wait's store key (docs/api.md, "7.7 Flow waits (correlation-keyed)"); API pauses send at
+    # most 200.
     reply_with = models.CharField(max_length=1100, blank=True)
     correlation_id = models.CharField(max_length=1024, blank=True)
     # The engine's own version when it paused (opaque; empty: not given): the drift guard of a resume or start.
@@ -262,8 +264,8 @@ class Event(Scoped):
     at = models.DateTimeField()
     # Not a column: the tags its webhooks carry (services/claims.event sets them, services/announce.py reads them).
     announce_tags: tuple[str, ...] = ()
-    # The run's hash chain (DESIGN §20; suspensions/audit.py): the previous event's hash (64 zeros for the
-    # first) and this event's, both computed by the INSERT that writes the row (services/sql/rows.py).
+    # The run's hash chain (docs/auditors.md, "What is recorded"; suspensions/audit.py): the previous event's hash (64
+    # zeros for the first) and this event's, both computed by the INSERT that writes the row (services/sql/rows.py).
     prev_hash = models.CharField(max_length=64, editable=False)
     hash = models.CharField(max_length=64, editable=False)
 
@@ -281,7 +283,8 @@ class Event(Scoped):
 
 
 class EarlyResult(Scoped):
-    """A tool result that came before the pause waiting for it (DESIGN §22): kept until used or its ttl ends.
+    """A tool result that came before the pause waiting for it
+    (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"): kept until used or its ttl ends.
 
     `suspension_id` is set when a resume used it (the row stays, so the same
     result again is a replay); the sweep deletes every row past `expires_at`.
@@ -307,7 +310,8 @@ class EarlyResult(Scoped):
 
 
 class AuditCheckpoint(models.Model):
-    """A signed seal over the heads of one workspace's run chains that changed since its previous one (DESIGN §20).
+    """A signed seal over the heads of one workspace's run chains that changed since its previous one
+    (docs/auditors.md, "What is recorded").
 
     Each workspace (a scope's first segment, a tenant) has a chain of its own: `seq` 1, 2, 3... per
     `workspace`, `previous` the root of that workspace's checkpoint `seq - 1` (docs/auditors.md). The rows
@@ -359,7 +363,7 @@ class ApiToken(Scoped):
     prefix = models.CharField(max_length=16, editable=False)
     revoked = models.BooleanField(default=False)
     # The person this token acts for, if any: for separation of duties a token and its
-    # user are one principal (DESIGN §15).
+    # user are one principal (docs/policies.md, "Quorum and separation of duties").
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_tokens"
     )
@@ -394,7 +398,8 @@ class Membership(Scoped):
 
 
 class FlowWait(Scoped):
-    """A correlation-keyed wait (DESIGN §9): finds the run and pause a flow parked under a store key.
+    """A correlation-keyed wait (docs/api.md, "7.7 Flow waits (correlation-keyed)"): finds the run and pause a flow
+    parked under a store key.
 
     Kept after the wait is consumed, so a retried resume finds its admission to
     replay. `live` is cleared by the resume that claims it, or by the next park
@@ -448,4 +453,4 @@ class SweepHeartbeat(models.Model):
         return f"last sweep {self.last_success_at:%Y-%m-%dT%H:%M:%SZ}"
 
 
-# -- push (DESIGN §14) ------------------------------------------------------------------------
+# -- push (docs/api.md, "8. Push: webhooks") --------------------------------------------------

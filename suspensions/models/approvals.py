@@ -1,4 +1,5 @@
-"""The approval record opened with an `approval` pause, its policy, and its votes (DESIGN §4, §15)."""
+"""The approval record opened with an `approval` pause, its policy, and its votes (docs/api.md, "3. Who may do what";
+docs/policies.md)."""
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
@@ -14,12 +15,13 @@ class ApprovalStatus(models.TextChoices):
     DENIED = "denied"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
-    # The approver answered in words instead of running the tools (DESIGN §15 `respond`).
+    # The approver answered in words instead of running the tools (`respond`: docs/policies.md, "Responding in words").
     RESPONDED = "responded"
 
 
 class OnExpiry(models.TextChoices):
-    """What the sweep does with a pending approval at its deadline (DESIGN §15)."""
+    """What the sweep does with a pending approval at its deadline
+    (docs/policies.md, "What happens at the deadline")."""
 
     EXPIRE = "expire"
     DENY = "deny"
@@ -44,9 +46,10 @@ class Approval(Scoped):
     note = models.TextField(blank=True)
     created_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
-    # The one reminder to approvers once 80% of the time to the deadline has passed (DESIGN §14).
+    # The one reminder to approvers once 80% of the time to the deadline has passed (docs/notifications.md, "Email").
     reminded_at = models.DateTimeField(null=True, blank=True)
-    # The policy (DESIGN §15); a pause without one gets these defaults, which behave as §4.
+    # The policy (docs/policies.md); a pause without one gets these defaults, which behave as a plain approval
+    # (docs/api.md, "3. Who may do what").
     quorum = models.PositiveSmallIntegerField(default=1)
     exclude_requester = models.BooleanField(default=False)
     # The user behind the principal that stored the pause (a user, or a token linked to one).
@@ -71,7 +74,7 @@ class Approval(Scoped):
 
     @property
     def policy(self) -> dict[str, object]:
-        """The policy as the API shows it (DESIGN §15)."""
+        """The policy as the API shows it (docs/policies.md)."""
         on_expiry: object = self.on_expiry
         if self.on_expiry == OnExpiry.ESCALATE:
             on_expiry = {"escalate": {"extend_seconds": self.extend_seconds}}
@@ -89,7 +92,8 @@ class Approval(Scoped):
 
 
 class ApprovalVote(Scoped):
-    """One approver's approve on a quorum approval (DESIGN §15): distinct voters, one row each.
+    """One approver's approve on a quorum approval (docs/policies.md, "Quorum and separation of duties"): distinct
+    voters, one row each.
 
     `voter_key` is who voted for the distinctness rule: the user behind the
     principal when there is one (a user and a token linked to that user are

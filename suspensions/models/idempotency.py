@@ -1,4 +1,5 @@
-"""Idempotency keys on creates (DESIGN §22): the first answer to a keyed POST, kept 24 hours per principal."""
+"""Idempotency keys on creates (docs/api.md, "4. Claims and recovery"): the first answer to a keyed POST, kept 24 hours
+per principal."""
 
 from django.db import models
 

@@ -1,4 +1,5 @@
-"""Notifications as deliveries (DESIGN §14, §21): approver emails and Slack messages, and the routes that add them.
+"""Notifications as deliveries (docs/notifications.md): approver emails and Slack messages, and the routes that add
+them.
 
 A Notification is to a person or a channel what a WebhookMessage is to an
 endpoint: written in the outbox fan-out's transaction (or the reminder's

@@ -1,4 +1,4 @@
-"""Push (DESIGN §14): webhook endpoints, the outbox, messages and their delivery attempts."""
+"""Push (docs/api.md, "8. Push: webhooks"): webhook endpoints, the outbox, messages and their delivery attempts."""
 
 from django.db import models
 from django.db.models import Q
@@ -14,7 +14,7 @@ class WebhookFormat(models.TextChoices):
 
 
 class EventType(models.TextChoices):
-    """What an outbox event announces (DESIGN §14): the `type` of every webhook body."""
+    """What an outbox event announces (docs/api.md, "8. Push: webhooks"): the `type` of every webhook body."""
 
     APPROVAL_REQUESTED = "approval.requested"
     APPROVAL_DECIDED = "approval.decided"
@@ -25,7 +25,8 @@ class EventType(models.TextChoices):
     RUN_FINISHED = "run.finished"
     RUN_CLOSED = "run.closed"
     WEBHOOK_TEST = "webhook.test"
-    # A signed seal over the run chains (DESIGN §20), scope "": every workspace-level endpoint gets it.
+    # A signed seal over the run chains (docs/auditors.md, "What is recorded"), scope "": every workspace-level endpoint
+    # gets it.
     AUDIT_CHECKPOINT = "audit.checkpoint"
 
 

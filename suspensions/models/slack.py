@@ -1,4 +1,4 @@
-"""Who a Slack user is here (DESIGN §21): a person's Slack member id, linked once."""
+"""Who a Slack user is here (docs/notifications.md, "Who a Slack user is"): a person's Slack member id, linked once."""
 
 from django.conf import settings
 from django.db import models

@@ -1,4 +1,5 @@
-"""Metrics, JSON logs with request context, and the sweep's heartbeat (DESIGN §17).
+"""Metrics, JSON logs with request context, and the sweep's heartbeat (docs/api.md, "7.11 Metrics";
+docs/deploy.md, "Logs"; docs/api.md, "7.10 Health and schema").
 
     context.py         the request id, principal and run id every log line carries
     logs.py            the JSON formatter, the context filter, the transition and access lines

@@ -1,4 +1,5 @@
-"""The sweep's heartbeat: the time of the last successful sweep, in the database (DESIGN §17).
+"""The sweep's heartbeat: the time of the last successful sweep, in the database
+(docs/api.md, "7.10 Health and schema").
 
 Written by the sweep task; read by /metrics (suspensions_sweep_stale), by
 `manage.py sweep_health` (the sweep worker's health check) and, for people

@@ -1,4 +1,4 @@
-"""Logs as one JSON object per line (DESIGN §17), through the standard `logging` configuration.
+"""Logs as one JSON object per line (docs/deploy.md, "Logs"), through the standard `logging` configuration.
 
 settings.LOGGING puts `JsonFormatter` and `ContextFilter` on the one handler,
 so every record (Django's, Celery's, ours) leaves with the request id, the

@@ -1,4 +1,4 @@
-"""The metrics of DESIGN §17, in the Prometheus text format.
+"""The metrics of docs/api.md, "7.11 Metrics", in the Prometheus text format.
 
 Two kinds:
 

@@ -1,4 +1,4 @@
-"""GET /metrics: every process's metrics in the Prometheus text format (DESIGN §17)."""
+"""GET /metrics: every process's metrics in the Prometheus text format (docs/api.md, "7.11 Metrics")."""
 
 import hashlib
 import hmac

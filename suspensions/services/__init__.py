@@ -1,21 +1,21 @@
-"""Every state change of DESIGN §3: one function per transition (STYLE rule 1), by theme.
+"""Every state change of docs/api.md, "2. Lifecycle": one function per transition (STYLE rule 1), by theme.
 
 claims.py   the run lock, the fenced move, the event writer (the clock: suspensions/clock.py)
 claiming.py the one claim path every door goes through (`through(door)`): lock, actor, current-or-replay, checks, writes
 runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
 resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
-early.py    early results (DESIGN §22): kept before their pause, and the resume they complete
-callbacks.py callback URLs (DESIGN §22): T3 by a signed capability instead of a token
+early.py    early results: kept before their pause, and the resume they complete
+callbacks.py callback URLs: T3 by a signed capability instead of a token
 approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console
-flows.py    correlation-keyed waits (DESIGN §9)
+flows.py    correlation-keyed waits
 sweep.py    T9 expiry, the batch form of the claim path
 sql/        the hand-written SQL, in one place: rows.py (the run lock, a transition's writes), expiry.py, push.py
 closure.py  T10 closure
 outbox.py   announced events (wakeups.py: the fan-out's coalesced wake-ups), delivery.py
-webhooks.py endpoints of DESIGN §14 (configuration, no Event): import the module itself
-idempotency.py Idempotency-Keys of creates (DESIGN §22; the HTTP side is api/idempotency.py): import the module
+webhooks.py webhook endpoints (configuration, no Event): import the module itself
+idempotency.py Idempotency-Keys of creates (the HTTP side is api/idempotency.py): import the module
 
-Wire shapes are rendered in suspensions/presenters.py, never here.
+Each module cites the docs/ section it implements. Wire shapes are rendered in suspensions/presenters.py, never here.
 """
 
 from ..clock import db_now  # noqa: F401

@@ -1,4 +1,5 @@
-"""What an Event announces to the outside (DESIGN §14): the outbox rows' types and data, decided here.
+"""What an Event announces to the outside (docs/api.md, "8. Push: webhooks"): the outbox rows' types and data, decided
+here.
 
 services/outbox.py writes the rows this module describes and fans them out;
 the sweep (services/sql/expiry.py) builds the same data for its set-based insert.
@@ -34,7 +35,7 @@ def announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict[
     `extra` is what the event's own data lacks: `agent_id` and `tools` for an
     approval pause, `reason` (the pause's) for a dispatch claim, `tags` for a
     new pause (else the event's own `announce_tags`). Tags are in `data.tags`
-    when there are any (DESIGN §22).
+    when there are any (docs/api.md, "`POST /runs` — register (T1)").
     """
     tags = list(extra.get("tags", row.announce_tags))
     for type_, data in _announced(row, extra):
@@ -114,7 +115,8 @@ def expired_data(
 def escalated_data(
     *, run_id: Any, suspension_id: Any, scope: str, revision: int, deadline: datetime, previous: datetime
 ) -> dict[str, Any]:
-    """The data of an `approval.escalated` event (DESIGN §15): an expiry's, still paused, with both deadlines."""
+    """The data of an `approval.escalated` event (docs/policies.md, "What happens at the deadline"): an expiry's, still
+    paused, with both deadlines."""
     data = expired_data(
         run_id=run_id,
         suspension_id=suspension_id,

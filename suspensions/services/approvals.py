@@ -1,4 +1,5 @@
-"""An approver's decision (DESIGN §3 T4/T6, §4, §15): approve (a vote), respond, or deny.
+"""An approver's decision (T4/T6 in docs/api.md, "2. Lifecycle"; docs/api.md, "3. Who may do what"; docs/policies.md):
+approve (a vote), respond, or deny.
 
 `decide` is the one entry for the API and the console: both hand it the
 principal, the approval, the version the approver saw and the decision.
@@ -97,7 +98,8 @@ def record_of(t: Locked, version: Version, *, votes: bool = False) -> Approval:
 
 
 def check_duties(principal: Principal, record: Approval) -> None:
-    """DESIGN §15 separation of duties: with `exclude_requester`, whoever stored the pause may not decide it.
+    """Separation of duties (docs/policies.md, "Quorum and separation of duties"): with `exclude_requester`, whoever
+    stored the pause may not decide it.
 
     The same person counts whatever principal they use: a user, or a token linked to that user.
     An approval floor may demand that only principals of a person decide (floors.check_person).

@@ -1,4 +1,5 @@
-"""The audit trail's seals and their checks (DESIGN §20): signed checkpoints, and verification of chains and seals.
+"""The audit trail's seals and their checks (docs/auditors.md, "What is recorded"): signed checkpoints, and verification
+of chains and seals.
 
 The chains themselves are written by the one event writer (claims.write_events,
 sql/rows.py `CHAIN_CALL`: the function of migration 0017); the arithmetic is suspensions/audit.py.

@@ -1,4 +1,5 @@
-"""Callback URLs (DESIGN §22): a signed capability that resumes one pause without an API token.
+"""Callback URLs (docs/api.md, "Callback URLs: `POST /callbacks/{token}`"): a signed capability that resumes one pause
+without an API token.
 
 A pause stored with `callback: true` answers a `callback_url` whose last
 segment is a token signed with the secret key (django.core.signing, its own
@@ -98,7 +99,8 @@ def resume_by_callback(
     engine_version: str | None = None,
     accept_drift: bool = False,
 ) -> Claimed:
-    """T3 one-shot resume of the pause a callback token names (DESIGN §22); 404 for a token that does not hold.
+    """T3 one-shot resume of the pause a callback token names (docs/api.md, "Callback URLs: `POST /callbacks/{token}`");
+    404 for a token that does not hold.
 
     Locks the run; then as resume_run: the identical request again is its replay.
     """

@@ -1,4 +1,5 @@
-"""The one claim path: every transition of an existing run goes through `through(door)` (DESIGN §3, §19).
+"""The one claim path: every transition of an existing run goes through `through(door)`
+(docs/exactly-once.md, "3. `through`: the five steps, in one transaction").
 
 The sequence, in this order, for every door (one-shot resume, approve and
 its votes, respond, deny, agent reply, dispatch, start, suspend, complete,
@@ -6,7 +7,7 @@ fail, cancel, closure):
 
 1. lock the run, its live pause and the clock (`claims.lock_run`);
 2. check the actor (`door.admits`): the role in the run's scope and, for a
-   claiming door, the reason it may answer (DESIGN §4);
+   claiming door, the reason it may answer (docs/api.md, "3. Who may do what");
 3. current or replay (`door.earlier`): a request for what the run is now
    goes on (None); the same request as an earlier one gets that one's answer
    again (a replay); anything else is refused (409, 410);
@@ -55,7 +56,7 @@ from .claims import (
 
 A = TypeVar("A")
 
-# DESIGN §4: who may answer which reason, by door. The dispatch door has no row:
+# docs/api.md, "3. Who may do what": who may answer which reason, by door. The dispatch door has no row:
 # a flow wait's nonce and decision token are its gate.
 REFUSALS: dict[tuple[str, str], type[Exception]] = {
     (Reason.APPROVAL, "one_shot"): RequiresApproval,
@@ -115,7 +116,7 @@ def through(
 
 
 def check_reason(t: Locked, version: Version, door: str) -> None:
-    """DESIGN §4 for the pause the version names: the run's own doors refuse a flow wait too."""
+    """docs/api.md, "3. Who may do what" for the pause the version names: the run's own doors refuse a flow wait too."""
     live = t.live
     if live is None or live.id != version.suspension_id:
         return

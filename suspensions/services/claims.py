@@ -1,4 +1,5 @@
-"""What every transition shares: the run lock, the fenced move, the event writer (DESIGN §3, §19).
+"""What every transition shares: the run lock, the fenced move, the event writer
+(docs/exactly-once.md, "3. `through`: the five steps, in one transaction"; docs/decisions.md, "The plain core").
 
 Lock contract (STYLE rules 3, 4 and 16), written once here for every service:
 
@@ -73,7 +74,7 @@ class Claimed:
     fresh: bool = True
     results: list[dict[str, Any]] | None = None
     # False when the admission was made by an earlier call (a start of admitted work):
-    # its receipt is fresh only in the answer to the call that created it (DESIGN §2).
+    # its receipt is fresh only in the answer to the call that created it (docs/api.md, "1. Words").
     admission_fresh: bool | None = None
 
 
@@ -103,7 +104,9 @@ def lock_run(principal: Principal, run_id: UUID | str | None, *, admission_id: U
         # We waited for the lock while another transaction paused the run: PostgreSQL hands us the run
         # as that transaction left it, but the joined pause as the statement's snapshot saw it (none).
         # A paused run always has its pause, so it is read again, now committed. Only a door that can
-        # race a pause meets this (an early result, DESIGN §22): no one else knows a pause before it exists.
+        # race a pause meets this (an early result,
+        # docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"): no one else knows a pause before
+        # it exists.
         live = Suspension.objects.filter(run_id=run.id).first()
         run._state.fields_cache["suspension"] = live
     return Locked(principal=principal, run=run, live=live, now=now)
@@ -144,7 +147,8 @@ def check_deadline(suspension: Suspension, now: datetime) -> None:
 
 
 def drift_of(suspension: Suspension, engine_version: str | None, accept_drift: bool) -> dict[str, Any]:
-    """The version-drift guard (DESIGN §22) of a resume or start of `suspension`: what its events record.
+    """The version-drift guard (docs/api.md, "Version drift: `engine_version` and `accept_drift`") of a resume or start
+    of `suspension`: what its events record.
 
     Nothing when either side gave no version or both are the same; drift is
     `version_drift` (409) naming both, unless the request accepts it, and then

@@ -1,4 +1,5 @@
-"""T10: an operator closes an uncertain start as `incomplete`, with a proof (DESIGN §7).
+"""T10: an operator closes an uncertain start as `incomplete`, with a proof
+(docs/api.md, "7.6 Closure of an uncertain start").
 
 A start whose engine died leaves the run `running` forever. Closing it never
 accepts output, refunds usage or permits a replay: it only ends the run and
@@ -17,10 +18,10 @@ Refusal order, and why:
 3. the run must be `running` with its latest admission started and unfinished
    (invalid_state);
 4. the version, admission and start digests must bind that latest admission
-   and start, and the revision must be current (version_conflict: DESIGN's
-   "the revision or pause you hold is stale");
+   and start, and the revision must be current (version_conflict, "the revision or pause you hold is stale" in
+   docs/api.md, "6. Error codes");
 5. the proof window `observed_at <= now < expires_at` on the database clock
-   (400 invalid_request with a field error: DESIGN has no dedicated code).
+   (400 invalid_request with a field error: docs/api.md, "6. Error codes" has no dedicated code).
 """
 
 from dataclasses import dataclass
@@ -37,14 +38,15 @@ from .claiming import Door, through
 from .claims import Locked, Version, advance, event, write_events
 
 SCHEMA_VERSION = 1
-# DESIGN §7: each closure operation gives up after 30 s instead of queueing
+# docs/decisions.md, "Closure of uncertain starts": each closure operation gives up after 30 s instead of queueing
 # behind a stuck writer for ever; the database error becomes a 503.
 TIMEOUT = "30s"
 
 
 @dataclass(frozen=True)
 class ClosureRequest:
-    """The closure request of DESIGN §7 as filed; the actor is never part of it (it is the principal)."""
+    """The closure request (docs/api.md, "7.6 Closure of an uncertain start") as filed; the actor is never part of it
+    (it is the principal)."""
 
     schema_version: int
     version: Version
@@ -117,7 +119,7 @@ def _uncertain_start(principal: Principal, run: Run, request: ClosureRequest) ->
 
 
 def _check_times(request: ClosureRequest) -> None:
-    """Any date out of range is a 400 (DESIGN §16), whichever door built the request."""
+    """Any date out of range is a 400 (docs/api.md, "5. Digests and bounds"), whichever door built the request."""
     for name in ("observed_at", "expires_at"):
         if not digests.utc_or_none(getattr(request, name)):
             raise InvalidRequest(

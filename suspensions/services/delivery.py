@@ -1,4 +1,5 @@
-"""Webhook delivery (DESIGN §14): an endpoint's due messages claimed, sent over one connection and recorded together.
+"""Webhook delivery (docs/api.md, "Retries and guarantees"): an endpoint's due messages claimed, sent over one
+connection and recorded together.
 
 A delivery task serves ONE endpoint (`deliver_endpoint`), in rounds:
 
@@ -229,7 +230,8 @@ def _log(batch: Batch, message: Outgoing, outcome: outbound.Outcome, result: str
 
 
 def _disable(endpoint_id: UUID) -> None:
-    """A receiver's 410 Gone: the endpoint stops receiving and its pending messages fail (DESIGN §14).
+    """A receiver's 410 Gone: the endpoint stops receiving and its pending messages fail
+    (docs/api.md, "Retries and guarantees").
 
     One short transaction: the endpoint row is locked first, then its messages.
     """

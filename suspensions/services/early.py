@@ -1,4 +1,5 @@
-"""Early results (DESIGN §22): a tool result kept before the pause that waits for it, and the resume it completes.
+"""Early results (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"): a tool result kept before
+the pause that waits for it, and the resume it completes.
 
 An engine that runs a tool in the background may get its result before it has
 stored the pause. The result is kept against (run, call id); when an
@@ -222,7 +223,8 @@ def refuse_past_allowance(t: Locked, size: int) -> None:
 def keep_early_result(
     *, principal: Principal, run_id: UUID | str, call_id: str, content: Any, ttl_seconds: int | None = None
 ) -> Kept:
-    """Keep an early result of `call_id` for run `run_id` (DESIGN §22); resume the live pause it completes.
+    """Keep an early result of `call_id` for run `run_id`
+    (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"); resume the live pause it completes.
 
     Locks the run. The same result again answers the kept one (fresh=False);
     another content for that call is admission_conflict naming both digests;

@@ -1,4 +1,5 @@
-"""Correlation-keyed waits (DESIGN §9): park a flow's wait, resume it by its correlation id.
+"""Correlation-keyed waits (docs/api.md, "7.7 Flow waits (correlation-keyed)"): park a flow's wait, resume it by its
+correlation id.
 
 A park is T1 register + T2 suspend (runs.py's own functions) in one transaction,
 plus the FlowWait row that finds the run again from the store key. A resume
@@ -13,7 +14,7 @@ Decisions:
   snapshot, the sweeper and the console need nothing new, and the fresh start
   hands the snapshot back unchanged in `suspension.continuation.provenance`.
 - `POST /dispatch/resume` is the bus's door for flow waits of every reason:
-  it skips the reason matrix of DESIGN §4 (and the agent reply's reply_with),
+  it skips the reason matrix of docs/api.md, "3. Who may do what" (and the agent reply's reply_with),
   because the nonce and the decision token are the gate. The other doors
   refuse flow waits (claiming.check_reason), or the gate could be walked round.
 - Every park mints a nonce, so a correlation id without one is `wrong_gate`.
@@ -166,7 +167,7 @@ def park_flow_wait(
     require(principal, Role.ENGINE, scope)
     if reason == Reason.APPROVAL and not decision_token:
         # The bus holds every correlation id it carries: without a token only the
-        # approver's side knows, the bus alone could approve (DESIGN §16).
+        # approver's side knows, the bus alone could approve (docs/decisions.md, "Trust boundaries").
         raise InvalidRequest(
             "an approval wait needs a decision token",
             errors={"decision_token": ["Required when reason is approval."]},
@@ -285,6 +286,6 @@ class Dispatch(AdmissionDoor):
         # An approval-reason wait is answered here, not in the inbox: close its request.
         resolve_approval(t, ApprovalStatus.APPROVED, "answered by dispatch")
         t.writes.update(FlowWait, {"id": self.wait.pk}, live=False)
-        # An approval-reason wait answered here is announced as decided too (DESIGN §14).
+        # An approval-reason wait answered here is announced as decided too (docs/api.md, "3. Who may do what").
         write_events(t.writes, admitted, announce={"reason": t.live.reason})
         return Claimed(run=t.run, admission=admission)

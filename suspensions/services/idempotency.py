@@ -1,4 +1,5 @@
-"""Idempotency keys on creates (DESIGN §22): take a key, keep the answer, forget it after 24 hours.
+"""Idempotency keys on creates (docs/api.md, "4. Claims and recovery"): take a key, keep the answer, forget it after 24
+hours.
 
 The HTTP side is suspensions/api/idempotency.py. `take` and `keep` run in the
 keyed request's own transaction, around the view: the key row is inserted

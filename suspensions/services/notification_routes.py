@@ -1,4 +1,5 @@
-"""Notification routes (DESIGN §21): operators add an email address or a Slack channel to a scope's approvals.
+"""Notification routes (docs/notifications.md, "Routes"): operators add an email address or a Slack channel to a scope's
+approvals.
 
 Routes are configuration, managed like webhook endpoints (services.webhooks:
 the same operator rule, the same scoping, the same event-type check): no run

@@ -1,4 +1,5 @@
-"""Notifications as deliveries (DESIGN §14, §21): approver emails and Slack messages, at least once.
+"""Notifications as deliveries (docs/notifications.md, "How notifications are delivered"): approver emails and Slack
+messages, at least once.
 
 Writing: `write_for_events` runs in the outbox fan-out's transaction (beside
 the webhook messages), `write_reminders` in the reminder's claim. Each writes
@@ -7,7 +8,7 @@ channel, recipient, kind) makes a second fan-out of the same event, or an
 approver who is also a route's address, one notification, not two. The rows'
 delivery is enqueued on commit; a lost enqueue is found by the beat
 (`deliver_due`). Nobody is asked who may not answer: the requester of an
-approval under `exclude_requester` (DESIGN §15) gets no request.
+approval under `exclude_requester` (docs/policies.md) gets no request.
 
 Delivering: `claim` locks a due row FOR UPDATE SKIP LOCKED and leases it
 (WEBHOOK_LEASE_SECONDS) in one short transaction; the sender runs after its
@@ -126,7 +127,7 @@ def asking(
 ) -> list[Notification]:
     """One email per approver who may answer, one per matching email route, one Slack post per Slack route.
 
-    An escalation asks the approvers covering the parent scope (DESIGN §15).
+    An escalation asks the approvers covering the parent scope (docs/policies.md, "What happens at the deadline").
     A reminder goes to the approvers only: routes add channels to events.
     """
     scope = scopes.parent(approval.scope) if kind == NotificationKind.ESCALATION else approval.scope

@@ -1,4 +1,5 @@
-"""The outbox (DESIGN §14, STYLE rule 17): announced events, written with the transition, fanned out after it.
+"""The outbox (docs/api.md, "8. Push: webhooks"; STYLE rule 17): announced events, written with the transition, fanned
+out after it.
 
 Writing: `claims.write_events` hands every Event it saves to `write`, which
 turns the announced ones into OutboxEvent rows and inserts them with one

@@ -1,4 +1,5 @@
-"""The one reminder of a pending approval (DESIGN §14): claimed here, its emails written as notifications."""
+"""The one reminder of a pending approval (docs/notifications.md, "Email"): claimed here, its emails written as
+notifications."""
 
 from django.db import transaction
 from django.db.models import DurationField, ExpressionWrapper, F

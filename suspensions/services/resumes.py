@@ -1,4 +1,5 @@
-"""The engine's and the bus's claims: T3 one-shot resume, T4 agent-reply admission, T5 start (DESIGN §3-§5).
+"""The engine's and the bus's claims: T3 one-shot resume, T4 agent-reply admission, T5 start
+(docs/api.md, "2. Lifecycle"; docs/api.md, "3. Who may do what"; docs/api.md, "5. Digests and bounds").
 
 Each is a door of the one claim path (claiming.through).
 """
@@ -39,7 +40,8 @@ class OneShot(AdmissionDoor):
     version: Version
     input_text: str
     results: list[dict[str, Any]]
-    # The drift guard (DESIGN §22): not part of the request digest, so a replay is decided on the results alone.
+    # The drift guard (docs/api.md, "Version drift: `engine_version` and `accept_drift`"): not part of the request
+    # digest, so a replay is decided on the results alone.
     engine_version: str | None = None
     accept_drift: bool = False
     ordered: list[dict[str, Any]] = field(default_factory=list)
@@ -86,7 +88,7 @@ def resume_run(
 
     Locks the run. The identical request again answers the original receipts
     with fresh=False and no continuation, even after the run moved on; a
-    version drift (DESIGN §22) is refused unless `accept_drift`.
+    version drift (docs/api.md, "Version drift: `engine_version` and `accept_drift`") is refused unless `accept_drift`.
     """
     version.require_run(run_id)
     door = OneShot.asked(version, results, engine_version=engine_version, accept_drift=accept_drift)
@@ -189,7 +191,8 @@ def start_admission(
     Locks the admission's run, found in the lock's own statement (404
     outside the principal's scopes), then reads the admission. Only the fresh start carries
     the suspension; a second start is resume_already_started with the start receipt.
-    A version drift (DESIGN §22) is refused unless `accept_drift`.
+    A version drift (docs/api.md, "Version drift: `engine_version` and `accept_drift`") is refused unless
+    `accept_drift`.
     """
     door = StartDoor(admission_id=admission_id, engine_version=engine_version, accept_drift=accept_drift)
     return through(door, principal=principal, admission_id=admission_id)

@@ -1,4 +1,5 @@
-"""When a failed push is tried again (DESIGN §14): webhook messages (delivery.py) and notifications alike.
+"""When a failed push is tried again (docs/api.md, "Retries and guarantees"): webhook messages (delivery.py) and
+notifications alike.
 
 Its own module so both can import it: notifications are written by the outbox
 fan-out, which the webhook delivery imports (outbox -> notifications, delivery -> outbox).

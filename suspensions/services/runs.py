@@ -1,4 +1,4 @@
-"""A run's own life: T1 register, T2 suspend, T7 cancel, T8 complete and fail (DESIGN §3).
+"""A run's own life: T1 register, T2 suspend, T7 cancel, T8 complete and fail (docs/api.md, "2. Lifecycle").
 
 Register inserts a new run; the others are doors of the one claim path
 (claiming.through), each in one transaction that locks the run first.
@@ -67,7 +67,8 @@ def register_run(
 
 @dataclass
 class Paused:
-    """A stored pause, and the one-shot resume its early results completed in the same transaction (DESIGN §22)."""
+    """A stored pause, and the one-shot resume its early results completed in the same transaction
+    (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause")."""
 
     suspension: Suspension
     resume: Claimed | None = None
@@ -132,7 +133,7 @@ class Suspend(Door[Paused]):
             expires_at=expires_at,
             **applied.event_data(),
         )
-        # What an approval request announces beyond the event: who asks, for which tools (DESIGN §14).
+        # What an approval request announces beyond the event: who asks, for which tools (docs/api.md, "Event types").
         announce = {"agent_id": run.agent_id, "tools": [c["name"] for c in self.pending], "tags": suspension.tags}
         write_events(t.writes, suspended, announce=announce)
         suspension.run = run
@@ -186,7 +187,7 @@ def pause_run(
 
     Locks the run. Refuses a stale revision (version_conflict), a live pause
     (already_suspended) and a finished run (invalid_state). `approval` is the
-    pause's policy (DESIGN §15), validated by the caller. An `external_tool`
+    pause's policy (docs/policies.md), validated by the caller. An `external_tool`
     pause whose calls all have early results comes back resumed (`Paused.resume`).
     """
     door = Suspend(

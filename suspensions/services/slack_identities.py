@@ -1,4 +1,5 @@
-"""Linking a Slack member to a user (DESIGN §21): written once, by the first press that proves who it is."""
+"""Linking a Slack member to a user (docs/notifications.md, "Who a Slack user is"): written once, by the first press
+that proves who it is."""
 
 from django.db import IntegrityError, transaction
 

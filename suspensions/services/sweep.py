@@ -1,4 +1,5 @@
-"""T9: the expiry sweep (DESIGN §6). Batches of due pauses, each batch one transaction.
+"""T9: the expiry sweep (docs/exactly-once.md, "6. The other doors, and the sweep"). Batches of due pauses, each batch
+one transaction.
 
 Lock contract (STYLE rules 3 and 4): one statement locks the batch's RUN rows
 (`FOR NO KEY UPDATE OF run SKIP LOCKED`, in `expires_at` order), exactly the
@@ -174,7 +175,8 @@ def expire_suspensions(
     Safe to run twice at once: the second finds nothing left to expire.
     """
     size = batch_size or settings.SWEEP_BATCH_SIZE
-    # Early results past their ttl go first, in one statement (DESIGN §22): nothing waits on them.
+    # Early results past their ttl go first, in one statement
+    # (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"): nothing waits on them.
     total = SweepResult(early_results_dropped=early.drop_expired(now or db_now()))
     # Rows left alone or failed in this pass are not offered again, so they cannot stall it.
     skipped: set[UUID] = set()

@@ -1,4 +1,4 @@
-"""Webhook endpoints (DESIGN §14): operators create, disable, enable, re-key, test and redeliver.
+"""Webhook endpoints (docs/api.md, "7.8 Webhooks"): operators create, disable, enable, re-key, test and redeliver.
 
 Endpoints are configuration, not run state: nothing here takes a run lock or
 writes an Event; each change is one transaction that locks the one endpoint or
@@ -44,7 +44,7 @@ log = logging.getLogger("suspensions.webhooks")
 EVENT_TYPES = tuple(EventType.values)
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
-# DESIGN §14: after a rotation the old secret keeps signing beside the new one for a day.
+# docs/api.md, "7.8 Webhooks": after a rotation the old secret keeps signing beside the new one for a day.
 ROTATION_GRACE = timedelta(hours=24)
 MAX_URL = 2000
 MAX_DESCRIPTION = 500

@@ -1,1 +1,2 @@
-"""Slack approvals (DESIGN §21): the Block Kit message, its posting and updating, and the interactions endpoint."""
+"""Slack approvals (docs/notifications.md, "Slack"): the Block Kit message, its posting and updating, and the
+interactions endpoint."""

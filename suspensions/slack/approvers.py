@@ -1,4 +1,5 @@
-"""Who pressed (DESIGN §21): the Slack member as a user of this service who may decide the approval, or nobody.
+"""Who pressed (docs/notifications.md, "Who a Slack user is"): the Slack member as a user of this service who may decide
+the approval, or nobody.
 
 A member linked in SlackIdentity is that user. An unlinked one is looked
 up by the email of their Slack profile (users.info, which needs the

@@ -63,7 +63,8 @@ def _summary(approval: Approval) -> list[dict[str, Any]]:
         f"*Scope:* {slack_escape(approval.scope)}",
         f"*Deadline:* {deadline_text(approval)}",
     ]
-    tags = getattr(approval, "tags", None)  # DESIGN §22's tags, on pauses that carry them
+    # Tags (docs/api.md, "`POST /runs` — register (T1)"), on pauses that carry them.
+    tags = getattr(approval, "tags", None)
     if tags:
         lines.append("*Tags:* " + ", ".join(f"`{slack_escape(str(t))}`" for t in tags))
     blocks = [_section("\n".join(lines))]

@@ -1,4 +1,5 @@
-"""`POST /integrations/slack/interactions` (DESIGN §21): a press on an approval's Slack message, and the deny modal.
+"""`POST /integrations/slack/interactions` (docs/notifications.md, "Slack"): a press on an approval's Slack message, and
+the deny modal.
 
 Trust: only a request Slack signed is read. The `v0` signature
 (HMAC-SHA256 of `v0:{timestamp}:{body}` under SLACK_SIGNING_SECRET, in

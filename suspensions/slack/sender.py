@@ -1,4 +1,5 @@
-"""The Slack sender of notifications (DESIGN §21): what services.notifications calls for a `slack` Notification.
+"""The Slack sender of notifications (docs/notifications.md, "Slack"): what services.notifications calls for a `slack`
+Notification.
 
 Contract (shared with the email sender, suspensions.notify.send): called
 from Celery outside any transaction with one claimed Notification; returns

@@ -11,7 +11,8 @@ from suspensions import digests
 from suspensions.models import Admission, Event, Run, Suspension
 from tests.helpers import client, continuation, pause, post, refused, snapshot, version
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 

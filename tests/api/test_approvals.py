@@ -10,7 +10,8 @@ from suspensions import digests
 from suspensions.models import Admission, Approval, Event, Run, Suspension
 from tests.helpers import call, client, continuation, pause, post, problem, refused, snapshot, version
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 

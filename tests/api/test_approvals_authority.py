@@ -1,4 +1,4 @@
-"""DESIGN §4: who may answer what, every cell, each refused before anything is written."""
+"""docs/api.md, "3. Who may do what": who may answer what, every cell, each refused before anything is written."""
 
 import pytest
 

@@ -10,7 +10,8 @@ from django.test import Client, RequestFactory
 from suspensions.models import Admission, ClosureReceipt, Event, ExpiryReceipt, Start
 from tests.helpers import client, pause, post, register, version
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 EVIDENCE = (Event, Admission, Start, ExpiryReceipt, ClosureReceipt)

@@ -1,4 +1,5 @@
-"""Callback URLs (DESIGN §22): a signed capability that resumes one pause with the one-shot body and no token."""
+"""Callback URLs (docs/api.md, "Callback URLs: `POST /callbacks/{token}`"): a signed capability that resumes one pause
+with the one-shot body and no token."""
 
 from datetime import timedelta
 

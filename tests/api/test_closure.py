@@ -1,4 +1,4 @@
-"""T10: closing an uncertain start as incomplete (DESIGN §7)."""
+"""T10: closing an uncertain start as incomplete (docs/api.md, "7.6 Closure of an uncertain start")."""
 
 import time
 from datetime import timedelta
@@ -19,7 +19,8 @@ from tests.closure_setup import (
 )
 from tests.helpers import call, client, continuation, post
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("chains_intact")]
 
 

@@ -1,4 +1,5 @@
-"""DESIGN §5's bound: the retained input measured as canonical JSON, and the body limit before it."""
+"""The input bound (docs/api.md, "5. Digests and bounds"): the retained input measured as canonical JSON, and the body
+limit before it."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""Scope visibility (DESIGN §2): a holder of `a` sees `a/x`; `b` and `a/x` see nothing of `a`, not even its ids."""
+"""Scope visibility (docs/api.md, "1. Words"): a holder of `a` sees `a/x`; `b` and `a/x` see nothing of `a`, not even
+its ids."""
 
 import pytest
 

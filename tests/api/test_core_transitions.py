@@ -9,7 +9,8 @@ from suspensions.models import Admission, AdmissionState, Event, Run, Start, Sus
 from suspensions.services.claims import FAR_FUTURE
 from tests.helpers import call, continuation, pause, post, register, resume, snapshot, version
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 # Literal backslash-u escape and odd spacing: the engine's own encoding, kept as text.

@@ -1,4 +1,5 @@
-"""Agent-reply discovery (DESIGN §8): runs the bus must answer or recover, in its exact scope, by id."""
+"""Agent-reply discovery (docs/api.md, "`GET /agent-replies/runs` — discovery"): runs the bus must answer or recover, in
+its exact scope, by id."""
 
 from datetime import timedelta
 

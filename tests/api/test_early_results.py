@@ -1,4 +1,5 @@
-"""Early results (DESIGN §22): kept before their pause, and the one-shot resume they complete."""
+"""Early results (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"): kept before their pause,
+and the one-shot resume they complete."""
 
 from datetime import timedelta
 

@@ -1,4 +1,5 @@
-"""Correlation-keyed waits over HTTP (DESIGN §9): park, gate, resume, start, and every refusal."""
+"""Correlation-keyed waits over HTTP (docs/api.md, "7.7 Flow waits (correlation-keyed)"): park, gate, resume, start, and
+every refusal."""
 
 import hashlib
 import hmac
@@ -14,7 +15,8 @@ from suspensions.models import Admission, Approval, Event, FlowWait, Run, Suspen
 from tests.helpers import client, envelope, post, refused
 from tests.race import race
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 CANONICAL = "acme:slack:C1:conv-9:U7"
@@ -27,7 +29,7 @@ RACERS = 4
 def park_body(reason="agent_reply", token=None, **overrides):
     body = {"envelope": envelope(**overrides), "snapshot": SNAPSHOT, "reason": reason}
     if reason == "approval" and token is None:
-        token = TOKEN  # an approval wait must carry one (DESIGN §16)
+        token = TOKEN  # an approval wait must carry one (docs/decisions.md, "Trust boundaries")
     if token is not None:
         body["decision_token"] = token
     return body

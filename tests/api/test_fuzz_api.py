@@ -145,7 +145,8 @@ def report_calls():
 
 # -- the corpus ---------------------------------------------------------------------------------
 
-# DESIGN §16: texts refused wherever JSON travels, as a body or held in a string (arguments, input).
+# docs/api.md, "5. Digests and bounds": texts refused wherever JSON travels, as a body or held in a string (arguments,
+# input).
 BAD_JSON = {
     "NaN": '{"x": NaN}',
     "Infinity": "[Infinity]",

@@ -1,4 +1,5 @@
-"""Idempotency-Key on the POSTs that create (DESIGN §22): a lost answer is asked for again, never done twice.
+"""Idempotency-Key on the POSTs that create (docs/api.md, "4. Claims and recovery"): a lost answer is asked for again,
+never done twice.
 
 The same key with the same request answers the first answer again, status and
 body, with `Idempotent-Replayed: true`; another request under that key is

@@ -1,4 +1,5 @@
-"""Notification routes (DESIGN §21): operators add an email address or a Slack channel to a scope's approvals.
+"""Notification routes (docs/notifications.md, "Routes"): operators add an email address or a Slack channel to a scope's
+approvals.
 
 Shaped and scoped like the webhooks: the operator role, a route of a scope
 covers the scopes below it, other scopes' routes are 404, and every refusal

@@ -126,7 +126,7 @@ def keyed_operation(operation: dict[str, Any]) -> bool:
     return any(p["in"] == "header" and p["name"] == "Idempotency-Key" for p in operation.get("parameters", []))
 
 
-# DESIGN §22: every POST that creates takes an Idempotency-Key, and only those.
+# docs/api.md, "4. Claims and recovery": every POST that creates takes an Idempotency-Key, and only those.
 KEYED = {
     "register_run",
     "park_flow_wait",

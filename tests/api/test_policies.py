@@ -1,4 +1,4 @@
-"""Approval policies through the API (DESIGN §15): edit with a schema, respond, quorum, separation of duties."""
+"""Approval policies through the API (docs/policies.md): edit with a schema, respond, quorum, separation of duties."""
 
 import hashlib
 import json
@@ -9,7 +9,8 @@ from suspensions.models import Admission, Approval, ApprovalVote, Event, Run, Su
 from suspensions.tokens import create_token
 from tests.helpers import call, client, continuation, member, post, refused, register, snapshot, version
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 SCHEMA = {

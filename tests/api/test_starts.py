@@ -10,7 +10,8 @@ import pytest
 from suspensions.models import Admission, Event, Run, Suspension
 from tests.helpers import call, client, continuation, pause, post, refused, snapshot, version
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 

@@ -1,4 +1,5 @@
-"""DESIGN §16, "JSON, everywhere": bodies and JSON held in strings obey one set of rules (issue #11, 3 and 5)."""
+"""Strict JSON (docs/api.md, "5. Digests and bounds"): bodies and JSON held in strings obey one set of rules (issue #11,
+3 and 5)."""
 
 import json
 from dataclasses import replace

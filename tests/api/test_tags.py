@@ -1,4 +1,5 @@
-"""Tags on runs and pauses (DESIGN §22): given at register, pause and park; shown, filtered on, announced.
+"""Tags on runs and pauses (docs/api.md, "`POST /runs` — register (T1)"): given at register, pause and park; shown,
+filtered on, announced.
 
 A pause carries its run's tags, then its own; `?tag=` (repeatable) keeps the
 rows carrying every tag named. A bad tag list is 400 and writes nothing.

@@ -1,4 +1,5 @@
-"""DESIGN §16, trust boundaries: who gets in (staff, tokens, logins) and what every answer tells caches and clients.
+"""Trust boundaries (docs/decisions.md, "Trust boundaries"): who gets in (staff, tokens, logins) and what every answer
+tells caches and clients.
 
 Everything goes through the real HTTP stack: the Django test client for the
 console and the admin, DRF's APIClient for the API.

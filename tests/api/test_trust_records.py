@@ -1,4 +1,5 @@
-"""Trust boundaries (DESIGN §15-§16): the kept approval record, ordered ids, cursors and unknown API paths."""
+"""Trust boundaries (docs/decisions.md, "Trust boundaries"): the kept approval record, ordered ids, cursors and unknown
+API paths."""
 
 import json
 import threading
@@ -27,7 +28,7 @@ def decide(c, s, decision="approve", reason=None):
     return post(c, f"/api/v1/approvals/{s['id']}/decide", body)
 
 
-# -- a decided approval keeps what was decided (§15, last paragraph) ---------------------------
+# -- a decided approval keeps what was decided (docs/policies.md, "Reading an approval") -------
 
 
 def test_a_denied_approval_still_shows_the_calls_it_refused_by_whom_for_which_agent(engine, alice):
@@ -131,7 +132,7 @@ def test_the_latest_admission_does_not_depend_on_id_order(engine):
     assert latest["suspension_id"] == str(uuid.UUID(int=1))
 
 
-# -- cursors and unknown paths (§16) -----------------------------------------------------------
+# -- cursors and unknown paths (docs/decisions.md, "Trust boundaries") -------------------------
 
 
 @pytest.mark.parametrize("cursor", ["garbage", "cD0yMDI2", "cj0xJnA9bm90LWEtdXVpZA==", "bm90LWEtY3Vyc29y", "eD0x"])

@@ -1,4 +1,5 @@
-"""The version-drift guard (DESIGN §22): a pause's engine_version against its resume's or start's."""
+"""The version-drift guard (docs/api.md, "Version drift: `engine_version` and `accept_drift`"): a pause's engine_version
+against its resume's or start's."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Webhook endpoints over the API (DESIGN §13, §14): the operator's routes, their refusals and their scopes.
+"""Webhook endpoints over the API (docs/api.md, "7.8 Webhooks"): the operator's routes, their refusals and their scopes.
 
 Delivery itself (signing, retries, the receiver) is tested with the delivery
 task; here a message is written and left pending: with the plain `db` fixture

@@ -1,4 +1,5 @@
-"""The per-run hash chain (DESIGN §20): written by the INSERT, recomputed in Python, back-filled by the migration."""
+"""The per-run hash chain (docs/auditors.md, "What is recorded"): written by the INSERT, recomputed in Python,
+back-filled by the migration."""
 
 import base64
 import importlib

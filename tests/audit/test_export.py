@@ -1,4 +1,4 @@
-"""The auditor's reads (DESIGN §20): the public key, the JSON Lines export, and its offline check."""
+"""The auditor's reads (docs/api.md, "7.14 Audit"): the public key, the JSON Lines export, and its offline check."""
 
 import base64
 import json

@@ -1,4 +1,5 @@
-"""The export streams in flat memory (DESIGN §20): 200,000 events, and the process barely grows while they pass."""
+"""The export streams in flat memory (docs/api.md, "7.14 Audit"): 200,000 events, and the process barely grows while
+they pass."""
 
 import pytest
 from django.db import connection

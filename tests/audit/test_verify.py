@@ -1,4 +1,4 @@
-"""`manage.py verify_audit` against tampering done with SQL on the real database (DESIGN §20)."""
+"""`manage.py verify_audit` against tampering done with SQL on the real database (docs/auditors.md, "Verify online")."""
 
 from io import StringIO
 

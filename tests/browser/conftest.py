@@ -87,7 +87,8 @@ PHONE = {"width": 390, "height": 844}
 
 
 def no_overflow(page) -> None:
-    """The page fits its viewport: nothing scrolls sideways (DESIGN §11, the approver on a phone)."""
+    """The page fits its viewport: nothing scrolls sideways (the approver on a phone:
+    docs/decisions.md, "The console's layout, accessibility, and its people")."""
     width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
     assert width <= inner, f"{page.url} is {width} px wide in a {inner} px viewport"
 

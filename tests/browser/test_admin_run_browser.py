@@ -1,4 +1,5 @@
-"""The auditor's run page in Django admin, in a real Chromium at 1280 and 390 px (DESIGN §20 "Admin").
+"""The auditor's run page in Django admin, in a real Chromium at 1280 and 390 px
+(docs/decisions.md, "The run's admin page").
 
 Screenshots: test-artifacts/admin-run-1280.png and admin-run-390.png, for a human to look at.
 """

@@ -1,4 +1,4 @@
-"""The approver's console in a real Chromium, second pass (DESIGN §11).
+"""The approver's console in a real Chromium, second pass (docs/decisions.md, "The approver's flow in the console").
 
 Filters by part of a name, the next approval after a decision, a decision whose session
 ended, a keyboard-only decision, long arguments that must wrap, and decided pages.

@@ -1,4 +1,5 @@
-"""Every console page in a real Chromium, at desktop width and on a 390 px phone (DESIGN §11), and its accessibility.
+"""Every console page in a real Chromium, at desktop width and on a 390 px phone
+(docs/decisions.md, "The console's layout, accessibility, and its people"), and its accessibility.
 
 Screenshots land in test-artifacts/console-<page>-desktop.png and -phone.png for a human to look at;
 on the phone no page may scroll sideways, as a whole or inside (a table in a scrolling box).

@@ -1,4 +1,5 @@
-"""Approval policies on the console's approval page in a real Chromium (DESIGN §15), at 1360 px and on a 390 px phone.
+"""Approval policies on the console's approval page in a real Chromium (docs/policies.md), at 1360 px and on a 390 px
+phone.
 
 Edits (refused next to their field, then admitted), answers in words, a quorum of two
 approvers in two browser contexts (one of them twice), the requester who may not decide,

@@ -1,4 +1,5 @@
-"""The console's Notifications page in real Chromium (DESIGN §21): an operator adds an email route, on a phone too."""
+"""The console's Notifications page in real Chromium (docs/notifications.md, "Routes"): an operator adds an email route,
+on a phone too."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""One-click email links on a phone, in real Chromium (DESIGN §21): open the link of a real mail, confirm, done.
+"""One-click email links on a phone, in real Chromium (docs/notifications.md, "Email"): open the link of a real mail,
+confirm, done.
 
 The approver is not signed in: the link is the capability. Opening it shows
 the confirmation page and decides nothing; pressing Approve decides.

@@ -1,4 +1,5 @@
-"""The auditor's client calls against the live server: the key, the export, and its offline check (DESIGN §20)."""
+"""The auditor's client calls against the live server: the key, the export, and its offline check
+(docs/api.md, "7.14 Audit")."""
 
 from suspensions_client import verify
 

@@ -1,4 +1,5 @@
-"""The client's DESIGN §22 calls against a live gunicorn: early results, callback URLs, the version-drift guard."""
+"""The client's calls for early results, callback URLs and the version-drift guard (docs/api.md, "7.2 Runs"), against a
+live gunicorn."""
 
 import pytest
 from suspensions_client import Claimed, Client, EarlyResult, NotFound, Suspension, VersionDrift

@@ -1,4 +1,4 @@
-"""suspensions_client.integrations.langgraph across a process restart (issue 37, DESIGN §23).
+"""suspensions_client.integrations.langgraph across a process restart (issue 37, clients/python/README.md).
 
 Each test runs examples/langgraph_tool_gate.py twice: `--pause-only` runs the
 graph until its tool node interrupts, pauses the run and exits; `--resume`

@@ -1,4 +1,5 @@
-"""Approval policies through the client (DESIGN §15): edited arguments, respond, quorum votes, separation of duties."""
+"""Approval policies through the client (docs/policies.md): edited arguments, respond, quorum votes, separation of
+duties."""
 
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from .conftest import cont
 
 SERVICE = Path(__file__).resolve().parents[2] / "suspensions" / "services" / "approvals.py"
 pytestmark = pytest.mark.skipif(
-    "respond" not in SERVICE.read_text(), reason="the server has no approval policies yet (DESIGN §15)"
+    "respond" not in SERVICE.read_text(), reason="the server has no approval policies yet (docs/policies.md)"
 )
 
 SCHEMA = {

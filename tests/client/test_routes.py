@@ -1,4 +1,4 @@
-"""Notification routes through the client (DESIGN §21, docs/notifications.md), against the live server."""
+"""Notification routes through the client (docs/notifications.md, "Routes"), against the live server."""
 
 import pytest
 from suspensions_client import InvalidRequest, NotFound, NotificationRoute

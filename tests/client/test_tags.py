@@ -1,4 +1,5 @@
-"""The client's tags (DESIGN §22): given at register, pause and park; read back; `tag=` filters the lists."""
+"""The client's tags (docs/api.md, "`POST /runs` — register (T1)"): given at register, pause and park; read back; `tag=`
+filters the lists."""
 
 from .conftest import cont, pending
 

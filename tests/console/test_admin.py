@@ -1,4 +1,5 @@
-"""Django admin (DESIGN §11): every model listed and searchable, evidence read-only, tokens and memberships."""
+"""Django admin (docs/decisions.md, "Trust boundaries"): every model listed and searchable, evidence read-only, tokens
+and memberships."""
 
 import re
 import uuid

@@ -1,4 +1,5 @@
-"""The auditor's run page in Django admin (DESIGN §20 "Admin"): the whole history, scoped, in fixed queries."""
+"""The auditor's run page in Django admin (docs/decisions.md, "The run's admin page"): the whole history, scoped, in
+fixed queries."""
 
 import json
 import re

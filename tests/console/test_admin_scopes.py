@@ -1,4 +1,5 @@
-"""Django admin trust boundary (DESIGN §16): every registered model is scoped, secrets never shown.
+"""Django admin trust boundary (docs/decisions.md, "Trust boundaries"): every registered model is scoped, secrets never
+shown.
 
 The models under test come from `admin.site._registry`, so a newly registered
 model is covered without editing this file: it fails here until it has a row

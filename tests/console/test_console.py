@@ -1,4 +1,5 @@
-"""The staff console (DESIGN §11): every page and form, through the Django test client on PostgreSQL."""
+"""The staff console (docs/decisions.md, "The approver's flow in the console"): every page and form, through the Django
+test client on PostgreSQL."""
 
 from datetime import timedelta
 from uuid import UUID

@@ -1,4 +1,5 @@
-"""The approver's console, second pass (DESIGN §11): decided pages, lost sessions, filters, the next approval, times."""
+"""The approver's console, second pass (docs/decisions.md, "The approver's flow in the console"): decided pages, lost
+sessions, filters, the next approval, times."""
 
 import re
 from datetime import timedelta

@@ -1,4 +1,5 @@
-"""Approval policies on the console's approval page (DESIGN §15): edits, answers in words, quorum, the requester.
+"""Approval policies on the console's approval page (docs/policies.md, "Quorum and separation of duties"): edits,
+answers in words, quorum, the requester.
 
 Pauses are stored through the API with an engine token; decisions go through the
 console's forms, which call the API's own decide service.

@@ -1,4 +1,5 @@
-"""One-click email links (DESIGN §21): `/console/act/{token}` confirms on GET, decides on its POST, refuses as pages.
+"""One-click email links (docs/notifications.md, "Email"): `/console/act/{token}` confirms on GET, decides on its POST,
+refuses as pages.
 
 Every refusal is a page with a 4xx status and writes nothing (tests.helpers.snapshot).
 """

@@ -1,4 +1,5 @@
-"""Notification routes in the console and the admin (DESIGN §21): operators only; notifications visible.
+"""Notification routes in the console and the admin (docs/notifications.md, "Routes"): operators only; notifications
+visible.
 
 The console calls the same services as the API: a refused route is a form
 error and writes nothing; every POST redirects.

@@ -1,4 +1,4 @@
-"""Webhook endpoints in the console and the admin (DESIGN §14, issue "Push, not poll"): operators only.
+"""Webhook endpoints in the console and the admin (docs/api.md, "7.8 Webhooks"; issue "Push, not poll"): operators only.
 
 The console calls the same services as the API; every POST redirects, and a
 secret is shown once, on the one-time page the POST redirects to: it never

@@ -1,4 +1,5 @@
-"""DESIGN §17: /metrics, JSON logs with request context, /readyz, and the sweep's health check.
+"""/metrics, JSON logs with request context, /readyz, and the sweep's health check (docs/api.md, "7.11 Metrics";
+docs/deploy.md, "Logs"; docs/api.md, "7.10 Health and schema").
 
 In this process PROMETHEUS_MULTIPROC_DIR is unset, so metrics come from the
 process's own registry: tests read counters as differences between two

@@ -1,4 +1,5 @@
-"""The service behind PgBouncer in transaction pooling mode, with racing resumers (DESIGN §19, §24; issue 31).
+"""The service behind PgBouncer in transaction pooling mode, with racing resumers (docs/deploy.md, "PgBouncer";
+docs/deploy.md, "Topology"; issue 31).
 
 Real parts: PgBouncer (Debian's, `make pgbouncer`) on a free port in front of this test's
 database, pool_mode = transaction, with fewer server connections (POOL_SIZE) than the web

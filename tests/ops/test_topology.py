@@ -1,4 +1,5 @@
-"""The normal deployment (DESIGN §24): two web nodes and two Celery workers, through PgBouncer, on one PostgreSQL.
+"""The normal deployment (docs/deploy.md, "Topology"): two web nodes and two Celery workers, through PgBouncer, on one
+PostgreSQL.
 
 Real parts: PgBouncer in transaction mode (4 server connections, round robin; tests/pgbouncer.py)
 in front of this test's database; two gunicorn nodes (each its own master, workers and pools, as

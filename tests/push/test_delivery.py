@@ -1,4 +1,5 @@
-"""Delivery in this process against real receivers (DESIGN §14): signing, retries, 410, order, leases, safety.
+"""Delivery in this process against real receivers (docs/api.md, "Retries and guarantees"): signing, retries, 410,
+order, leases, safety.
 
 The Celery worker is left out here (tests/push/test_workers.py runs one); the
 enqueues are recorded instead of sent, and each step is called directly.

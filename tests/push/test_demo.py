@@ -1,4 +1,4 @@
-"""The demo of push (DESIGN §14): `seed_demo`'s endpoint and the receiver the README starts."""
+"""The demo of push (docs/api.md, "8. Push: webhooks"): `seed_demo`'s endpoint and the receiver the README starts."""
 
 import json
 import re

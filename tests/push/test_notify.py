@@ -1,4 +1,4 @@
-"""Approver emails (DESIGN §14, §21): who gets them, what they say, the one reminder, and failures.
+"""Approver emails (docs/notifications.md, "Email"): who gets them, what they say, the one reminder, and failures.
 
 The emails are notifications (services.notifications): written by the fan-out
 or the reminder's claim, delivered by `deliver`, retried, never swallowed.
@@ -254,7 +254,7 @@ def test_a_second_fan_out_of_the_same_event_writes_no_second_notification(mailou
     assert len(mailoutbox) == 1
 
 
-# -- nobody is asked who may not answer (DESIGN §21), one notification per person ------------------
+# -- nobody is asked who may not answer, one notification per person (docs/notifications.md) -----------------
 
 
 def test_the_excluded_requester_gets_no_request_nor_reminder(mailoutbox):

@@ -1,4 +1,4 @@
-"""The address check of outbound webhooks (DESIGN §14), without a database or a network."""
+"""The address check of outbound webhooks (docs/api.md, "Retries and guarantees"), without a database or a network."""
 
 import ipaddress
 import socket

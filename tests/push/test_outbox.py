@@ -1,4 +1,5 @@
-"""The outbox (DESIGN §14): which transitions announce what, in their own transaction, and the fan-out by scope."""
+"""The outbox (docs/api.md, "8. Push: webhooks"): which transitions announce what, in their own transaction, and the
+fan-out by scope."""
 
 import json
 import uuid

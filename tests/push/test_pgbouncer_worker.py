@@ -1,4 +1,5 @@
-"""Two Celery workers (each with its beat) through PgBouncer in transaction mode (DESIGN §19, §24).
+"""Two Celery workers (each with its beat) through PgBouncer in transaction mode (docs/deploy.md, "PgBouncer";
+docs/deploy.md, "Topology").
 
 The web side is tests/ops/test_pgbouncer.py. Here the workers' DATABASE_URL goes through
 the same kind of PgBouncer (4 server connections, handed out round robin so that session

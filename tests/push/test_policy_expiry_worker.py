@@ -1,4 +1,5 @@
-"""On expiry (DESIGN §15) applied by the real sweep on Celery beat, announced to a real receiver.
+"""On expiry (docs/policies.md, "What happens at the deadline") applied by the real sweep on Celery beat, announced to a
+real receiver.
 
 A worker with its beat sweeping every second; pauses with one-second
 deadlines and an approval policy; the receiver verifies every signature.

@@ -1,4 +1,5 @@
-"""Slack approvals end to end (DESIGN §21): a real Celery worker posts and updates messages on the fake Slack.
+"""Slack approvals end to end (docs/notifications.md, "Slack"): a real Celery worker posts and updates messages on the
+fake Slack.
 
 The worker sends every Slack call (posts from the request's fan-out, updates
 from the decision's); presses come back through the interactions endpoint in

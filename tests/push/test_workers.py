@@ -1,4 +1,5 @@
-"""Push end to end (DESIGN §14): transitions committed here, delivered by a real Celery worker on Redis.
+"""Push end to end (docs/api.md, "8. Push: webhooks"): transitions committed here, delivered by a real Celery worker on
+Redis.
 
 Each receiver is a real HTTP server on 127.0.0.1 that checks every signature
 with the standardwebhooks library. The worker runs with a 0.2 s, 0.2 s retry

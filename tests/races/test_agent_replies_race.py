@@ -1,4 +1,4 @@
-"""Racing bus admissions with real threads on their own connections (DESIGN §3, §5)."""
+"""Racing bus admissions with real threads on their own connections (docs/api.md, "4. Claims and recovery")."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""Racing resumers with real threads, each on its own database connection (DESIGN §3: exactly one wins).
+"""Racing resumers with real threads, each on its own database connection (exactly one wins:
+docs/api.md, "2. Lifecycle").
 
 Sixteen threads are released together by a barrier against one paused run,
 once per pause, over 25 pauses per test (50 in the file).
@@ -12,7 +13,8 @@ from suspensions.models import Admission, Run, Start
 from tests.helpers import client, pause, post, version
 from tests.race import race as release_together
 
-# Every run these races move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these races move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 RACERS = 16

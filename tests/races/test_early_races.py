@@ -1,5 +1,6 @@
-"""Races of DESIGN §22 with real threads, each on its own connection: an early result against its pause, and
-a callback URL against the API's own resume. Exactly one resume either way."""
+"""Races of early results (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause") with real
+threads, each on its own connection: an early result against its pause, and a callback URL against the API's own resume.
+Exactly one resume either way."""
 
 from collections import Counter
 

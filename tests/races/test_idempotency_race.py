@@ -1,4 +1,5 @@
-"""Creates racing with one Idempotency-Key (DESIGN §22): real threads, each on its own connection.
+"""Creates racing with one Idempotency-Key (docs/api.md, "4. Claims and recovery"): real threads, each on its own
+connection.
 
 Every racer sends the identical keyed create at once: exactly one row is
 created, and every racer gets the same answer (the first one's; the others

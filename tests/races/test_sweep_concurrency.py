@@ -35,8 +35,8 @@ from tests import processes
 from tests.helpers import call, continuation
 from tests.processes import Processes, celery_worker, child_env
 
-# Every run these races move keeps an intact audit chain (DESIGN §20), recomputed from the rows: thousands
-# of runs, too many to read one by one through the events API as the other race modules do.
+# Every run these races move keeps an intact audit chain (docs/auditors.md, "What is recorded"), recomputed from the
+# rows: thousands of runs, too many to read one by one through the events API as the other race modules do.
 pytestmark = pytest.mark.usefixtures("chains_intact_in_db")
 
 ENGINE = Principal(name="token:engine", grants=(("acme", frozenset({"engine"})),))

@@ -1,4 +1,4 @@
-"""Racing quorum votes with real threads on their own connections (DESIGN §15).
+"""Racing quorum votes with real threads on their own connections (docs/policies.md, "Quorum and separation of duties").
 
 However votes from different approvers interleave, a quorum approval admits
 exactly once, every vote that was answered 202 or 201 is recorded, and no
@@ -11,7 +11,8 @@ from suspensions.models import Admission, ApprovalVote, Event, Run
 from tests.helpers import call, client, continuation, post, register, version
 from tests.race import race
 
-# Every run these races move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these races move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = pytest.mark.usefixtures("chains_intact")
 
 APPROVERS = 5

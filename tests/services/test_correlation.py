@@ -1,4 +1,5 @@
-"""Test vectors for correlation ids, store hints, user ids, scope hashes and store keys (DESIGN §9).
+"""Test vectors for correlation ids, store hints, user ids, scope hashes and store keys
+(docs/decisions.md, "Correlation-keyed waits").
 
 Expected hashes are computed here with hashlib, never with the functions under test.
 """

@@ -1,4 +1,5 @@
-"""On expiry (DESIGN §15) through the real sweep: expire, deny, and escalate once then expire."""
+"""On expiry (docs/policies.md, "What happens at the deadline") through the real sweep: expire, deny, and escalate once
+then expire."""
 
 from datetime import timedelta
 
@@ -10,7 +11,8 @@ from suspensions.principals import Principal
 from suspensions.services.claims import Version
 from tests.helpers import call, continuation, member, notify_all
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("chains_intact")]
 SCOPE = "acme/support"
 ENGINE = Principal(name="token:engine", grants=((SCOPE, frozenset({"engine"})),))

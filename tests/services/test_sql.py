@@ -121,7 +121,7 @@ def test_an_event_written_by_the_chain_function_reads_back_field_by_field_as_bui
 
 
 def test_the_service_prepares_no_statement_on_the_server_even_when_psycopg_is_told_to(engine):
-    """PgBouncer in transaction mode needs this (DESIGN §19): client-side binding prepares nothing."""
+    """PgBouncer in transaction mode needs this (docs/deploy.md, "PgBouncer"): client-side binding prepares nothing."""
     connection.ensure_connection()
     raw = connection.connection
     saved, raw.prepare_threshold = raw.prepare_threshold, 0  # 0: psycopg would prepare every statement at once

@@ -1,4 +1,4 @@
-"""T9 the expiry sweep, rule by rule (DESIGN §6), its receipt endpoint and its command."""
+"""T9 the expiry sweep, rule by rule (docs/api.md, "2. Lifecycle"), its receipt endpoint and its command."""
 
 import io
 from datetime import timedelta
@@ -20,7 +20,8 @@ from suspensions.models import (
 )
 from tests.helpers import call, client, pause, post, snapshot, version
 
-# Every run these tests move keeps an intact audit chain, recomputed from the events API (DESIGN §20).
+# Every run these tests move keeps an intact audit chain, recomputed from the events API
+# (docs/auditors.md, "What is recorded").
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("chains_intact")]
 LATER = timedelta(days=2)
 

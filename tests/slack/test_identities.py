@@ -1,4 +1,5 @@
-"""Slack identities in the admin (DESIGN §21): superusers link a Slack member to a user; nobody else sees them."""
+"""Slack identities in the admin (docs/notifications.md, "Who a Slack user is"): superusers link a Slack member to a
+user; nobody else sees them."""
 
 import pytest
 from django.test import Client

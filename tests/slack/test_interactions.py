@@ -1,4 +1,5 @@
-"""POST /integrations/slack/interactions (DESIGN §21): signed presses decide through the one decide service."""
+"""POST /integrations/slack/interactions (docs/notifications.md, "Slack"): signed presses decide through the one decide
+service."""
 
 import json
 import time

@@ -1,4 +1,5 @@
-"""The Slack sender (DESIGN §21): the Block Kit message of an approval, its buttons, and its update once decided."""
+"""The Slack sender (docs/notifications.md, "Slack"): the Block Kit message of an approval, its buttons, and its update
+once decided."""
 
 import json
 

@@ -115,7 +115,7 @@ OPERATIONS = {
     ),
 }
 
-# Approval policies (DESIGN §15): their decide examples (respond, edited calls, votes) go in this
+# Approval policies (docs/policies.md): their decide examples (respond, edited calls, votes) go in this
 # list, which EXAMPLES["decide_approval"] includes; the suspend ones in runs.SUSPEND_POLICY_EXAMPLES.
 DECIDE_POLICY_EXAMPLES: list[OpenApiExample] = [
     ex(

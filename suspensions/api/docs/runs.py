@@ -184,7 +184,7 @@ STALE_REVISION = refusal(
     v.problem(409, STALE, "The revision or pause you hold is stale", f"run {v.RUN_ID} is at revision 2, not 1"),
 )
 
-# Approval policies (DESIGN §15): their suspend examples (an `approval` policy, `arguments_schema`,
+# Approval policies (docs/policies.md): their suspend examples (an `approval` policy, `arguments_schema`,
 # `editable` calls) go in this list, which EXAMPLES["suspend_run"] includes.
 SUSPEND_POLICY_EXAMPLES: list[OpenApiExample] = [
     ex(

@@ -98,7 +98,7 @@ SUSPEND_APPROVAL = {
     "pending": [APPROVAL_CALL],
     "continuation": REFUND_CONTINUATION,
 }
-# An approval pause with a policy (DESIGN §15): the amount may be lowered, two people must agree,
+# An approval pause with a policy (docs/policies.md): the amount may be lowered, two people must agree,
 # and an unanswered request goes up to the parent scope's approvers once.
 EDITABLE_CALL = {
     **APPROVAL_CALL,

@@ -52,7 +52,7 @@ class Command(BaseCommand):
         parser.add_argument("--scope", required=True)
         parser.add_argument("--roles", required=True, help="comma-separated: " + ",".join(Role.values))
         parser.add_argument("--password", default=None, help="sets (or resets) the password")
-        parser.add_argument("--email", default=None, help="where approval emails go (DESIGN §14)")
+        parser.add_argument("--email", default=None, help="where approval emails go (docs/notifications.md)")
         parser.add_argument(
             "--noinput", "--no-input", action="store_false", dest="interactive", help="never prompt; generate instead"
         )
@@ -102,7 +102,7 @@ class Command(BaseCommand):
 
     def _save_user(self, username: str, password: str | None, email: str | None) -> tuple[Any, bool]:
         user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True})
-        # Staff status is the console's door (DESIGN §16): an existing user gets it back too.
+        # Staff status is the console's door (docs/decisions.md, "Trust boundaries"): an existing user gets it back too.
         user.is_staff = True
         if password is not None:
             user.set_password(password)

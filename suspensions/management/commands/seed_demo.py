@@ -71,7 +71,7 @@ class Command(BaseCommand):
         user_model = get_user_model()
         user, _ = user_model.objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": True})
         user.set_password(password)
-        # An approver without an address gets no approval emails (DESIGN §14).
+        # An approver without an address gets no approval emails (docs/notifications.md, "Email").
         user.email = user.email or f"{username}@example.com"
         user.save()
         for role in Role.values:

@@ -9,9 +9,9 @@ from ...services import audit
 
 class Command(BaseCommand):
     help = (
-        "Recompute every audit chain and every signed checkpoint (DESIGN §20). Prints what was checked; "
-        "exits 1 naming the first event altered, inserted, deleted or reordered and every checkpoint that "
-        "no longer matches or is missing."
+        'Recompute every audit chain and every signed checkpoint (docs/auditors.md, "Verify online"). '
+        "Prints what was checked; exits 1 naming the first event altered, inserted, deleted or reordered "
+        "and every checkpoint that no longer matches or is missing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

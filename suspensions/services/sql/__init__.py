@@ -1,11 +1,12 @@
-"""The service's hand-written SQL, in one place (DESIGN §19): what the ORM cannot say, or says much slower.
+"""The service's hand-written SQL, in one place (docs/decisions.md, "The plain core"): what the ORM cannot say, or says
+much slower.
 
 Everything else is the ORM. One module per user:
 
 - rows.py: the run lock and a transition's rows (`lock_run`, `Writes`), built
   from the models' `_meta`, for services/claims.py and every door;
 - expiry.py: the sweep's re-read of a locked batch and its set-based writes
-  (DESIGN §6, T9), for services/sweep.py;
+  (T9; docs/exactly-once.md, "6. The other doors, and the sweep"), for services/sweep.py;
 - push.py: the fan-out's hold (`HOLD`) and a delivery's claim
   (`CLAIM_MESSAGE`), for services/fan_out_steps.py and services/delivery.py;
 - idempotency.py: the take of an Idempotency-Key (`TAKE`: INSERT ... ON

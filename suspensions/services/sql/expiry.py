@@ -1,10 +1,11 @@
-"""The sweep's SQL (DESIGN §6, T9): the re-read of a locked batch, and its set-based writes.
+"""The sweep's SQL (T9; docs/exactly-once.md, "6. The other doors, and the sweep"): the re-read of a locked batch, and
+its set-based writes.
 
 services/sweep.py locks the runs and owns the transaction; this module only
 reads and writes under those locks: one UPDATE of the runs, the events (one
 call of the audit chain's function, sql/rows.py), one UPDATE of approvals,
 one of admissions, one INSERT of receipts, one DELETE of pauses, one INSERT
-of outbox rows (`suspension.expired`, DESIGN §14), in one round trip.
+of outbox rows (`suspension.expired`, docs/api.md, "8. Push: webhooks"), in one round trip.
 """
 
 import json
@@ -45,7 +46,7 @@ UNANSWERED = "nobody answered in time"
 
 # What the sweep does with one due pause, decided under the run lock.
 PAUSED = "paused"  # a paused run: expire it
-DENIED = "denied"  # a paused approval whose policy says deny: fail the run (DESIGN §15)
+DENIED = "denied"  # a paused approval whose policy says deny: fail the run (docs/policies.md)
 ESCALATED = "escalated"  # a paused approval whose policy says escalate, not yet escalated: move its deadline
 ADMITTED = "admitted"  # an admitted, unstarted continuation: expire it with a receipt
 ORPHAN = "orphan"  # a pause left on a terminal run: delete it, the run stays as it is
@@ -67,7 +68,7 @@ class Due:
     admission_id: UUID | None = None
     request_digest: str = ""
     extend_seconds: int = 0  # an escalation's move of the deadline
-    tags: list[str] = field(default_factory=list)  # the pause's, for its webhooks (DESIGN §22)
+    tags: list[str] = field(default_factory=list)  # the pause's, for its webhooks (docs/api.md, "Event types")
 
     @property
     def new_deadline(self) -> datetime:
@@ -223,7 +224,8 @@ def _insert_events(rows: list[Due], now: datetime) -> Statement:
 
 
 def _announced(row: Due) -> tuple[str, dict[str, Any]]:
-    """The outbox row of an expired pause or an escalation, with the pause's tags when it has any (DESIGN §22)."""
+    """The outbox row of an expired pause or an escalation, with the pause's tags when it has any
+    (docs/api.md, "`POST /runs` — register (T1)")."""
     type_, data = _announcement(row)
     return type_, ({**data, "tags": list(row.tags)} if row.tags else data)
 

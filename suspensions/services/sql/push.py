@@ -1,4 +1,5 @@
-"""Push's SQL (DESIGN §14): the fan-out's hold, a delivery batch's claim and its record, one statement each."""
+"""Push's SQL (docs/api.md, "8. Push: webhooks"): the fan-out's hold, a delivery batch's claim and its record, one
+statement each."""
 
 from ...models import DeliveryAttempt, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookMessage
 

@@ -120,7 +120,7 @@ def select_row(
     return found
 
 
-# -- the audit chain (DESIGN §20) ------------------------------------------------------------------
+# -- the audit chain (docs/auditors.md, "What is recorded") ----------------------------------------
 #
 # An event's hash covers its id, which PostgreSQL generates, so the database finishes what Python
 # begins: Python writes the event's canonical text in two pieces around the id (audit.pieces), and

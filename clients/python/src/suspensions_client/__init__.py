@@ -1,4 +1,4 @@
-"""Python client of the suspensions service (DESIGN §18): sync and async, typed, retrying safely.
+"""Python client of the suspensions service (docs/api.md, "10. Python client"): sync and async, typed, retrying safely.
 
 from suspensions_client import Client
 

@@ -249,7 +249,8 @@ def resume_by_callback(
     engine_version: str | None = None,
     accept_drift: bool | None = None,
 ) -> Call[Claimed]:
-    """T3 through a pause's `callback_url` (DESIGN §22): the one-shot resume body, the URL as the capability.
+    """T3 through a pause's `callback_url` (docs/api.md, "Callback URLs: `POST /callbacks/{token}`"): the one-shot
+    resume body, the URL as the capability.
 
     The server reads no token there (any client of the service's address will
     do); a URL that does not hold raises `NotFound`. Replays as `resume` does.
@@ -262,7 +263,8 @@ def resume_by_callback(
 
 
 def early_result(run: str | Run, call_id: str, content: Any, *, ttl_seconds: int | None = None) -> Call[EarlyResult]:
-    """Keep a tool result that may come before its pause (DESIGN §22); `content` is any JSON.
+    """Keep a tool result that may come before its pause
+    (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"); `content` is any JSON.
 
     When it is the last result a live external_tool pause waits for, that pause
     is resumed at once and the answer's `resume` is the resume's own answer.

@@ -1,4 +1,4 @@
-"""The audit chain and its checkpoints as pure functions (DESIGN §20): no Django, no database.
+"""The audit chain and its checkpoints as pure functions (docs/auditors.md, "What is recorded"): no Django, no database.
 
 One module serves every side that must agree byte for byte: the event writer
 (which hands the canonical text to PostgreSQL in two pieces around the id the
@@ -31,7 +31,8 @@ TAIL_KEYS = ("kind", "revision", "run_id", "scope")
 
 
 def canonical(value: Any) -> str:
-    """Keys sorted, separators `,` `:`, no ASCII escaping (DESIGN §5); the text, hashed as UTF-8."""
+    """Keys sorted, separators `,` `:`, no ASCII escaping (docs/api.md, "5. Digests and bounds"); the text, hashed as
+    UTF-8."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 

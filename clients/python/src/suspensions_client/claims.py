@@ -194,7 +194,7 @@ class Vote:
 
 @dataclass(frozen=True, kw_only=True)
 class EarlyResult:
-    """A tool result kept before its pause (POST /runs/{id}/early-results, DESIGN §22).
+    """A tool result kept before its pause (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause").
 
     `fresh` is false when the same result was kept already. `resume` is the
     one-shot resume this result completed, when it was the last one a live

@@ -251,7 +251,8 @@ class VoteMismatch(Conflict):
 
 
 class VersionDrift(Conflict):
-    """The pause was stored by another engine version than the one resuming or starting it (DESIGN §22).
+    """The pause was stored by another engine version than the one resuming or starting it
+    (docs/api.md, "Version drift: `engine_version` and `accept_drift`").
 
     Resume with the engine that paused, or send `accept_drift=True` when this
     engine can read the continuation anyway.

@@ -1,4 +1,5 @@
-"""Helpers for the engine loop (DESIGN §18, §22): pause for approval or for tool results, then start and complete.
+"""Helpers for the engine loop (docs/api.md, "10. Python client"): pause for approval or for tool results, then start
+and complete.
 
     pause = client.pause_for_approval(run, calls, continuation, ttl_seconds=3600)
     outcome = client.wait_for_admission(pause.run_id, pause.id, timeout=3600, poll_interval=5)
@@ -9,7 +10,8 @@
     else:
         print(outcome.status, outcome.reason)      # denied, expired, cancelled...: the run has ended
 
-For tools whose results may come back before the pause is stored (DESIGN §22):
+For tools whose results may come back before the pause is stored
+(docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"):
 
     client.early_result(run, "c1", {"rows": 1})   # from wherever the tool's result arrives
     pause = client.pause_for_tools(run, calls, cont, engine_version="engine-2.4.1")

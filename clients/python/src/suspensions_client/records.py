@@ -12,7 +12,7 @@ from .models import JSON, PendingCall, Version, at, optional_str, raw_field, whe
 class Approval:
     """One approval, pending or decided (GET /approvals/{id}); `version` is None once decided.
 
-    With an approval policy (DESIGN §15): `policy` `{quorum, exclude_requester,
+    With an approval policy (docs/policies.md): `policy` `{quorum, exclude_requester,
     on_expiry}`, the `votes` cast so far, and once decided `final_calls` (the
     calls as admitted, edits included) or `response` (a respond's words).
     """

@@ -1,4 +1,4 @@
-"""`suspensions-verify FILE --public-key KEY`: check an audit export offline (DESIGN §20, docs/auditors.md).
+"""`suspensions-verify FILE --public-key KEY`: check an audit export offline (docs/auditors.md, "Verify offline").
 
 What it checks, trusting only the public key (kept from a trusted moment):
 

@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK tool approvals as pauses of the suspensions service (DESIGN §23).
+"""OpenAI Agents SDK tool approvals as pauses of the suspensions service (clients/python/README.md).
 
 A function tool with `needs_approval` stops `Runner.run` with
 `result.interruptions`. `pause_for_approval` stores them as the pause's

@@ -1,4 +1,4 @@
-"""PydanticAI's deferred tools gated by the suspensions service (DESIGN §23).
+"""PydanticAI's deferred tools gated by the suspensions service (clients/python/README.md).
 
     pip install ./clients/python[pydantic-ai]
 
