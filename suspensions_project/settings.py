@@ -332,7 +332,8 @@ CELERY_BEAT_SCHEDULE["notification-sweep"] = {
 MAX_INPUT_BYTES = 8 * 1024 * 1024
 MAX_REQUEST_BYTES = MAX_INPUT_BYTES + 64 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
-# docs/api.md, "Early results": what one run may hold of unexpired early results, in number and in bytes.
+# What one run may hold of unexpired early results, in number and in bytes
+# (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause").
 EARLY_RESULTS_PER_RUN = env_int("EARLY_RESULTS_PER_RUN", default=64, minimum=1)
 EARLY_RESULT_BYTES_PER_RUN = env_int("EARLY_RESULT_BYTES_PER_RUN", default=MAX_INPUT_BYTES, minimum=1)
 
