@@ -1,7 +1,7 @@
 """gunicorn for the web process: `gunicorn -c gunicorn.conf.py suspensions_project.wsgi`.
 
 Every value comes from the environment with a default that suits one
-machine behind a proxy (README, "Running in production").
+machine behind a proxy (docs/deploy.md, "Running in production").
 """
 
 import logging

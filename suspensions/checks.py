@@ -15,7 +15,7 @@ def data_keys(app_configs: Any, **kwargs: Any) -> list[Warning]:
         Warning(
             "DATA_ENCRYPTION_KEYS is not set: webhook secrets are sealed under a key derived from SECRET_KEY,"
             " so rotating the secret key would make them unreadable.",
-            hint="Set DATA_ENCRYPTION_KEYS to a Fernet key of its own (README.md, 'Secrets at rest').",
+            hint="Set DATA_ENCRYPTION_KEYS to a Fernet key of its own (docs/deploy.md, 'Secrets at rest').",
             id="suspensions.W001",
         )
     ]

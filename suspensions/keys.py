@@ -3,7 +3,7 @@
 The keys are DATA_ENCRYPTION_KEYS (settings): Fernet keys, newest first. The
 first seals; every one opens (MultiFernet), so a key is rotated by putting a
 new one first, running `manage.py rotate_data_keys` (which seals every
-webhook secret again under it), then removing the old one (README.md, "Secrets at rest").
+webhook secret again under it), then removing the old one (docs/deploy.md, "Secrets at rest").
 
 A decision token is stored as HMAC-SHA256(key, SHA-256(token)) under the
 first key and checked against each: not the unsalted SHA-256 of a value the

@@ -38,7 +38,7 @@ if not SECRET_KEY:
 # Webhook secrets are sealed and decision tokens hashed under these (suspensions/keys.py): Fernet keys,
 # newest first (`python3 -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`).
 # Unset, one key is derived from SECRET_KEY, and `check --deploy` warns: rotating the secret key would then
-# lose every webhook secret. Rotation: README.md, "Secrets at rest".
+# lose every webhook secret. Rotation: docs/deploy.md, "Secrets at rest".
 DATA_ENCRYPTION_KEYS = env.list("DATA_ENCRYPTION_KEYS", default=[])
 DATA_KEYS_DERIVED = not DATA_ENCRYPTION_KEYS
 if DATA_KEYS_DERIVED:
@@ -380,7 +380,7 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = env_int("DJANGO_SESSION_AGE_SECONDS", default=8 * 3600, minimum=60)
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-# TLS, all off by default (a laptop serves plain HTTP); the README lists the production values.
+# TLS, all off by default (a laptop serves plain HTTP); docs/deploy.md lists the production values.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
 # Load balancers probe over plain HTTP; a redirect would read as "down".
 # /metrics too: a scraper that followed a redirect would already have sent its token in clear.

@@ -11,7 +11,7 @@ from ...models import IdempotencyKey, WebhookEndpoint
 class Command(BaseCommand):
     help = (
         "Re-seal webhook secrets under the first DATA_ENCRYPTION_KEYS key. Rotation: put a new key first, "
-        "restart, run this, then remove the old key (README.md, Secrets at rest)."
+        "restart, run this, then remove the old key (docs/deploy.md, Secrets at rest)."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
