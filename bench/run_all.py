@@ -32,7 +32,7 @@ HELPERS = {
     "soak_watch",
     "floor_app",
 }
-# Run only when named: the soak holds the machine for its --minutes (docs/benchmarks.md, "Running them").
+# Run only when named: the soak holds the machine for its --minutes (docs/benchmarks.md, "Soak").
 ON_DEMAND = {"soak"}
 
 

@@ -72,7 +72,7 @@ _TOKENS = ApiToken._meta.db_table
 _USERS = ApiToken._meta.get_field("user").related_model._meta.db_table  # type: ignore[union-attr]
 # The one hand-written statement outside services/sql/: authentication runs below the services, on
 # every request, and the ORM's compiling of this query cost 1.8 ms of CPU against 0.2 for the text
-# (docs/performance.md, "The plain core"). It reads LiveToken's fields, in order (a test holds them).
+# (docs/performance.md, "Where the time goes"). It reads LiveToken's fields, in order (a test holds them).
 # The database clock decides expiry; a token linked to a user acts only while the user is active.
 LIVE_TOKEN_SQL = (
     f"SELECT t.id, t.name, t.scope, t.roles, t.user_id, t.last_used_at, u.is_staff"

@@ -56,7 +56,7 @@ class Scoped(models.Model):
         # db_index, Django also builds a varchar_pattern_ops index on PostgreSQL, for LIKE, and visibility
         # is only ever an equality (filters.filter_scope, sql.rows). A model with a Meta of its own
         # subclasses this one and lists `*Scoped.Meta.indexes` first, or `*level_indexes(...)` of the levels
-        # no index of its own leads with (docs/performance.md, "A sixth look"; tests/services/test_indexes.py).
+        # no index of its own leads with (docs/performance.md, "Where the time goes"; tests/services/test_indexes.py).
         indexes = level_indexes()
 
     def stamp_scope(self, scope: str) -> None:

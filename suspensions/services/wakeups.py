@@ -21,7 +21,7 @@ daemon thread of that process, as one task:
   them in one transaction instead of one each; on the worker's side each
   task costs about 4 ms of CPU however few ids it carries (Celery's own
   share), which is why the window is 200 ms since issue 33: a web process
-  sends at most 5 fan-out tasks a second (docs/performance.md, "Push keeps up");
+  sends at most 5 fan-out tasks a second (docs/performance.md, "Where the time goes");
 - a wake-up is no promise: the rows are committed before their ids get
   here, and a row whose wake-up is lost (the process killed inside the
   window, a broker that is down) is found undispatched by the beat's

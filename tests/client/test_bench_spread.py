@@ -2,7 +2,7 @@
 
 A gthread worker keeps each connection it accepts; clients that connect at
 once mostly land on one worker, and the bench's figures then measure one
-process of two (docs/performance.md, "The fourth pass"). Here on the client
+process of two (docs/performance.md, "Where the time goes"). Here on the client
 tests' gunicorn (2 workers).
 """
 

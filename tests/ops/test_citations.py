@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Paths still allowed to cite the design document, until their rewrite lands (then this empties).
-NOT_YET_CHECKED = ("docs/", "README.md")
+NOT_YET_CHECKED: tuple[str, ...] = ()
 
 DESIGN_CITATION = re.compile(r"DESIGN(?:\.md)? ?§|DESIGN\ssection")
 DOCS_CITATION = re.compile(r'((?:docs/[\w.-]+|clients/python/README)\.md), "([^"\n]+)"')
@@ -76,6 +76,6 @@ def test_every_docs_citation_names_a_heading_or_label_of_that_file():
 def test_the_checks_above_see_the_citations_they_look_for():
     """The scan reads the tree: this module's own citation and the code's are found, and the pattern matches."""
     names = {name for name, _ in tracked_texts()}
-    assert "suspensions/services/outbox.py" in names and not any(name.startswith("docs/") for name in names)
+    assert "suspensions/services/outbox.py" in names and "docs/api.md" in names
     assert DESIGN_CITATION.search("see DESIGN " + "§14") and DESIGN_CITATION.search("DESIGN.md " + "§3")
     assert DOCS_CITATION.findall('(docs/api.md, "8. Push: webhooks")') == [("docs/api.md", "8. Push: webhooks")]

@@ -2,9 +2,8 @@
 
 Every row a transition writes updates every index of its table, so an index
 that no query can use is a cost on every pause and resume (docs/performance.md,
-"A sixth look"), and every index of a table is one more path the planner
-weighs for each statement on it (the token's read, on every request: "A
-seventh look"). Two rules, checked on the migrated schema: no
+"Where the time goes"), and every index of a table is one more path the planner
+weighs for each statement on it (the token's read, on every request). Two rules, checked on the migrated schema: no
 varchar_pattern_ops index (Django adds one to a CharField with db_index or
 unique=True, for LIKE; the service's only LIKE, a scope's prefix in the
 audit verifier, is on the unindexed `scope` column), and no plain index is a leading

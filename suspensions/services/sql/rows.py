@@ -21,7 +21,7 @@ RUN, SUSPENSION, EVENT = Run._meta.db_table, Suspension._meta.db_table, Event._m
 def _db() -> Any:
     """This thread's database connection itself. `django.db.connection` is a proxy that finds it again on every
     attribute read, and a field's get_db_prep_save reads the connection several times: a transition's
-    rows hold some 50 values, so the writes below resolve it once (docs/performance.md, "The plain core")."""
+    rows hold some 50 values, so the writes below resolve it once (docs/performance.md, "Where the time goes")."""
     return connections[DEFAULT_DB_ALIAS]
 
 
@@ -31,7 +31,7 @@ def _db() -> Any:
 # field order: a field added to a model is written and read here by itself, with no list to keep).
 # Values go through each field's pre_save and get_db_prep_save, as the ORM's own INSERT and UPDATE;
 # the statements run on Django's cursor, inside Django's transaction. The ORM compiles the same
-# statements anew on every call: docs/performance.md, "The plain core", has what this buys.
+# statements anew on every call: docs/performance.md, "Where the time goes", has what this buys.
 
 
 def _quoted(model: type[Model], alias: str) -> str:
@@ -97,7 +97,7 @@ def select_row(
     `flag` = (name, other, field): whether a row of `other` has `field` equal to this row's key, read in
     the same statement and set on the row as the attribute `name` (the ORM's `annotate(name=Exists(...))`).
     For a door's reads after the lock (a decision's approval, a start's admission): the ORM compiles the
-    same statement anew on every call, most of what such a read costs (docs/performance.md, "A fifth look").
+    same statement anew on every call, most of what such a read costs (docs/performance.md, "Where the time goes").
     """
     meta = model._meta
     names, field_of = _plain(model), meta.get_field
