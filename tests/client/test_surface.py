@@ -3,7 +3,7 @@
 import inspect
 
 from suspensions_client import AsyncClient, Client
-from suspensions_client.client import Endpoints, Op
+from suspensions_client._endpoints import Endpoints, Op
 
 from suspensions.api.urls import urlpatterns
 

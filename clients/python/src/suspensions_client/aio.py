@@ -1,18 +1,19 @@
-"""`AsyncClient`: the same methods as `Client` (listed once, in `Endpoints`), each returning a coroutine."""
+"""`AsyncClient`: the same methods as `Client` (listed once, in `Endpoints`, _endpoints.py), each returning a
+coroutine.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
 
 import httpx
 
+from ._endpoints import AsyncEndpoints, http_options
 from ._transport import AsyncDriver, Retry
-from .client import Endpoints, http_options
 
 
-class AsyncClient(Endpoints):
+class AsyncClient(AsyncEndpoints):
     """`async with AsyncClient("http://127.0.0.1:8000", token) as client: run = await client.register("agent")`."""
 
     def __init__(
@@ -27,12 +28,6 @@ class AsyncClient(Endpoints):
     ) -> None:
         self.http = httpx.AsyncClient(transport=transport, **http_options(base_url, token, headers, timeout))
         self.driver = AsyncDriver(self.http, retry or Retry())
-
-    def _bind(self, build: Callable[..., Any]) -> Callable[..., Any]:
-        async def method(*args: Any, **kwargs: Any) -> Any:
-            return await self.driver.run(build(*args, **kwargs))
-
-        return method
 
     async def aclose(self) -> None:
         await self.http.aclose()

@@ -1,83 +1,17 @@
-"""Typed results, continued: admission and start receipts, and the answers to claims and decisions."""
+"""Typed results, continued: the latest admission, and the answers to decisions and early results.
+
+`Admission`, `StartReceipt` and `Claimed` live in models.py, beside the `Suspension` a claim's answer
+carries (and that carries one); they are imported here, so `suspensions_client.claims.Claimed` still names them.
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from .models import JSON, Suspension, Version, at, raw_field
+from .models import JSON, Admission, Claimed, StartReceipt, at, raw_field
 
-
-@dataclass(frozen=True, kw_only=True)
-class Admission:
-    """An admission receipt; list rows and `latest` also carry its `state` now."""
-
-    id: str
-    run_id: str
-    suspension_id: str
-    scope: str
-    source: str
-    version: Version
-    request_digest: str
-    suspension_digest: str
-    claimed_revision: int
-    admitted_at: datetime
-    actor: str
-    valid: bool
-    fresh: bool
-    state: str | None = None
-    raw: JSON = raw_field()
-
-    @classmethod
-    def fields_of(cls, data: JSON) -> JSON:
-        return {
-            "id": data["id"],
-            "run_id": data["run_id"],
-            "suspension_id": data["suspension_id"],
-            "scope": data["scope"],
-            "source": data["source"],
-            "version": Version.from_json(data["version"]),
-            "request_digest": data["request_digest"],
-            "suspension_digest": data["suspension_digest"],
-            "claimed_revision": data["claimed_revision"],
-            "admitted_at": at(data["admitted_at"]),
-            "actor": data["actor"],
-            "valid": data["valid"],
-            "fresh": data["fresh"],
-            "state": data.get("state"),
-            "raw": data,
-        }
-
-    @classmethod
-    def from_json(cls, data: JSON) -> Admission:
-        return cls(**cls.fields_of(data))
-
-
-@dataclass(frozen=True, kw_only=True)
-class StartReceipt:
-    run_id: str
-    suspension_id: str
-    run_revision: int
-    request_digest: str
-    started_at: datetime
-    digest: str
-    valid: bool
-    raw: JSON = raw_field()
-
-    @classmethod
-    def from_json(cls, data: JSON) -> StartReceipt:
-        return cls(
-            run_id=data["run_id"],
-            suspension_id=data["suspension_id"],
-            run_revision=data["run_revision"],
-            request_digest=data["request_digest"],
-            started_at=at(data["started_at"]),
-            digest=data["digest"],
-            valid=data["valid"],
-            raw=data,
-        )
+__all__ = ["Admission", "Claimed", "Denial", "EarlyResult", "LatestAdmission", "StartReceipt", "Vote"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,47 +24,6 @@ class LatestAdmission(Admission):
     def from_json(cls, data: JSON) -> LatestAdmission:
         start = data.get("start")
         return cls(**cls.fields_of(data), start=StartReceipt.from_json(start) if start else None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Claimed:
-    """The answer to a claim (resume, approve, admit, dispatch) or a start.
-
-    `fresh` is true only in the answer that did the work. Only a fresh grant of
-    execution (a start, a one-shot resume) carries `suspension` (with the
-    continuation) and `input` or `results`; a replay never does.
-    """
-
-    run_id: str
-    run_revision: int
-    run_state: str
-    fresh: bool
-    admission: Admission | None = None
-    start: StartReceipt | None = None
-    suspension: Suspension | None = None
-    results: list[Any] | None = None
-    input: str | None = None
-    raw: JSON = raw_field()
-
-    @classmethod
-    def from_json(cls, data: JSON) -> Claimed:
-        admission, start, suspension = data.get("admission"), data.get("start"), data.get("suspension")
-        return cls(
-            run_id=data["run_id"],
-            run_revision=data["run_revision"],
-            run_state=data["run_state"],
-            fresh=data["fresh"],
-            admission=Admission.from_json(admission) if admission else None,
-            start=StartReceipt.from_json(start) if start else None,
-            suspension=Suspension.from_json(suspension) if suspension else None,
-            results=data.get("results"),
-            input=data.get("input"),
-            raw=data,
-        )
-
-    def input_json(self) -> Any:
-        """The admitted input, parsed (None when this answer carries none)."""
-        return None if self.input is None else json.loads(self.input)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,4 +1,5 @@
-"""Typed results, parsed from the JSON the server sends (docs/api.md §1 and §7): runs, events, pauses, pages.
+"""Typed results, parsed from the JSON the server sends (docs/api.md §1 and §7): runs, events, pauses, the
+answers to claims with their admission and start receipts, pages.
 
 Every result keeps the body it came from as `raw`, so a field this client does
 not know yet is still at hand. Ids are strings, times are aware datetimes.
@@ -12,11 +13,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs, urlsplit
-
-if TYPE_CHECKING:
-    from .claims import Claimed
 
 T = TypeVar("T")
 JSON = dict[str, Any]
@@ -182,8 +180,6 @@ class Suspension:
 
     @classmethod
     def from_json(cls, data: JSON) -> Suspension:
-        from .claims import Claimed  # claims reads this module: imported when first needed
-
         resume = data.get("resume")
         return cls(
             id=data["id"],
@@ -211,6 +207,121 @@ class Suspension:
         if self.run_revision is None:
             raise ValueError("this pause was read without its run's revision")
         return Version(run_id=self.run_id, suspension_id=self.id, run_revision=self.run_revision)
+
+
+# A pause and the answer to a claim hold each other (a one-shot resume answers a suspend with its
+# `resume`; a fresh start carries its `suspension`), so they and the receipts of an answer live here.
+
+
+@dataclass(frozen=True, kw_only=True)
+class Admission:
+    """An admission receipt; list rows and `latest` also carry its `state` now."""
+
+    id: str
+    run_id: str
+    suspension_id: str
+    scope: str
+    source: str
+    version: Version
+    request_digest: str
+    suspension_digest: str
+    claimed_revision: int
+    admitted_at: datetime
+    actor: str
+    valid: bool
+    fresh: bool
+    state: str | None = None
+    raw: JSON = raw_field()
+
+    @classmethod
+    def fields_of(cls, data: JSON) -> JSON:
+        return {
+            "id": data["id"],
+            "run_id": data["run_id"],
+            "suspension_id": data["suspension_id"],
+            "scope": data["scope"],
+            "source": data["source"],
+            "version": Version.from_json(data["version"]),
+            "request_digest": data["request_digest"],
+            "suspension_digest": data["suspension_digest"],
+            "claimed_revision": data["claimed_revision"],
+            "admitted_at": at(data["admitted_at"]),
+            "actor": data["actor"],
+            "valid": data["valid"],
+            "fresh": data["fresh"],
+            "state": data.get("state"),
+            "raw": data,
+        }
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Admission:
+        return cls(**cls.fields_of(data))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartReceipt:
+    run_id: str
+    suspension_id: str
+    run_revision: int
+    request_digest: str
+    started_at: datetime
+    digest: str
+    valid: bool
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> StartReceipt:
+        return cls(
+            run_id=data["run_id"],
+            suspension_id=data["suspension_id"],
+            run_revision=data["run_revision"],
+            request_digest=data["request_digest"],
+            started_at=at(data["started_at"]),
+            digest=data["digest"],
+            valid=data["valid"],
+            raw=data,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Claimed:
+    """The answer to a claim (resume, approve, admit, dispatch) or a start.
+
+    `fresh` is true only in the answer that did the work. Only a fresh grant of
+    execution (a start, a one-shot resume) carries `suspension` (with the
+    continuation) and `input` or `results`; a replay never does.
+    """
+
+    run_id: str
+    run_revision: int
+    run_state: str
+    fresh: bool
+    admission: Admission | None = None
+    start: StartReceipt | None = None
+    suspension: Suspension | None = None
+    results: list[Any] | None = None
+    input: str | None = None
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Claimed:
+        admission, start, suspension = data.get("admission"), data.get("start"), data.get("suspension")
+        return cls(
+            run_id=data["run_id"],
+            run_revision=data["run_revision"],
+            run_state=data["run_state"],
+            fresh=data["fresh"],
+            admission=Admission.from_json(admission) if admission else None,
+            start=StartReceipt.from_json(start) if start else None,
+            suspension=Suspension.from_json(suspension) if suspension else None,
+            results=data.get("results"),
+            input=data.get("input"),
+            raw=data,
+        )
+
+    def input_json(self) -> Any:
+        """The admitted input, parsed (None when this answer carries none)."""
+        return None if self.input is None else json.loads(self.input)
 
 
 @dataclass(frozen=True, kw_only=True)
