@@ -274,8 +274,6 @@ def approve(
 class Respond(AdmissionDoor):
     """T4 with the approver's words as input instead of the tools; ends the approval whatever its quorum."""
 
-    version: Version
-    input_text: str
     response: str
     role = Role.APPROVER
     door = "decide"

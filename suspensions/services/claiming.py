@@ -23,7 +23,8 @@ still current, and writes each batch set-based. A register (T1) has no run
 to lock: runs.register_run inserts it.
 """
 
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import ClassVar, Generic, TypeVar
 from uuid import UUID
 
 from django.db import transaction
@@ -206,17 +207,20 @@ def admit(
     return admission, admitted
 
 
+@dataclass
 class AdmissionDoor(Door[Claimed]):
     """A door that claims a pause by its version with an input (T4): one-shot, agent reply, dispatch, respond.
 
-    Step 3 is the same for all: the current version goes on; otherwise the
-    admission that claimed it is replayed for the identical request (its
-    request digest), and anything else is the loser's 409.
+    Every one holds the version it claims and the input it binds (its first
+    two fields; a subclass's own fields follow). Step 3 is the same for all:
+    the current version goes on; otherwise the admission that claimed it is
+    replayed for the identical request (its request digest), and anything
+    else is the loser's 409.
     """
 
-    door: str | None  # the row of the reason matrix; None: the dispatch door, gated before the lock
     version: Version
     input_text: str
+    door: ClassVar[str | None]  # the row of the reason matrix; None: the dispatch door, gated before the lock
 
     def admits(self, t: Locked) -> None:
         super().admits(t)
