@@ -12,8 +12,6 @@ to the endpoint's page with a message.
 """
 
 import hashlib
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 from uuid import UUID
 
@@ -31,7 +29,7 @@ from ..models import MessageStatus, Role, WebhookFormat
 from ..principals import Principal, principal_of
 from ..services import webhooks
 from . import paging
-from .access import staff_required
+from .access import operator_only
 
 # What an operator reads when a change did not go through (the service's code -> a sentence).
 REFUSED = {
@@ -51,21 +49,8 @@ TONE = {
 }
 
 
-def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """A staff user who is an operator nowhere gets a 403 page: the webhook pages are the operators'."""
-
-    @staff_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not holds_operator(principal_of(request)):
-            return render(request, "console/not_operator.html", {"nav": "webhooks"}, status=403)
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def holds_operator(principal: Principal) -> bool:
-    return principal.superuser or bool(principal.scopes_with(Role.OPERATOR))
+# A staff user who is an operator nowhere gets a 403 page: the webhook pages are the operators'.
+operator_required = operator_only("webhooks")
 
 
 class EndpointForm(forms.Form):
