@@ -22,6 +22,7 @@ from ..principals import principal_of
 from ..services import approval_floors
 from . import paging
 from .access import operator_only
+from .forms import refused_into
 
 NAV = "floors"
 ON_EXPIRY_WORDS = {
@@ -67,12 +68,6 @@ class NewFloorForm(FloorForm):
 
 def floor_row(floor: ApprovalFloor) -> dict[str, Any]:
     return {**presenters.approval_floor(floor), "created": floor.created_at, "updated": floor.updated_at}
-
-
-def refused_into(form: forms.Form, exc: ServiceError) -> None:
-    """The service's errors next to their fields (the rest above the form)."""
-    for field, problems in (exc.extra.get("errors") or {"__all__": [exc.detail]}).items():
-        form.add_error(field if field in form.fields else None, " ".join(map(str, problems)))
 
 
 # -- pages -------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ..principals import Principal, principal_of
 from ..services import webhooks
 from . import paging
 from .access import operator_only
+from .forms import refused_into
 
 # What an operator reads when a change did not go through (the service's code -> a sentence).
 REFUSED = {
@@ -123,8 +124,7 @@ def new_endpoint(request: HttpRequest) -> HttpResponse:
         try:
             endpoint, secret = webhooks.create_endpoint(principal=principal, **form.cleaned_data)
         except ServiceError as exc:
-            for field, problems in (exc.extra.get("errors") or {"__all__": [exc.detail]}).items():
-                form.add_error(field if field in form.fields else None, " ".join(map(str, problems)))
+            refused_into(form, exc)
         else:
             return shown_once(request, endpoint, secret, created=True)
     return render(request, "console/webhook_form.html", {"nav": "webhooks", "form": form}, status=400)
