@@ -24,7 +24,7 @@ to lock: runs.register_run inserts it.
 """
 
 from dataclasses import dataclass
-from typing import ClassVar, Generic, TypeVar
+from typing import ClassVar, Generic, NoReturn, TypeVar
 from uuid import UUID
 
 from django.db import transaction
@@ -160,8 +160,13 @@ def claimed_before(t: Locked, version: Version) -> Admission:
 
 def replay_or_conflict(t: Locked, existing: Admission, request_digest: str) -> None:
     """Raise unless `existing` is the identical request (then the caller replays it)."""
-    if existing.request_digest == request_digest:
-        return
+    if existing.request_digest != request_digest:
+        refuse_claimed(t, existing, request_digest)
+
+
+def refuse_claimed(t: Locked, existing: Admission, request_digest: str) -> NoReturn:
+    """The refusal of a request that is not the one `existing` admitted (409): an admission conflict naming both
+    digests while the run is still at the claim's revision, a version conflict once it has moved on."""
     if t.run.revision == existing.claimed_revision:
         raise AdmissionConflict(
             "this pause was already claimed by a different request",
