@@ -20,7 +20,8 @@ no trace. A door is a small object holding its request; its methods are the
 steps. The sweep (T9) is the one batch form of the same sequence:
 services/sweep.py locks runs `SKIP LOCKED`, re-reads them, keeps the rows
 still current, and writes each batch set-based. A register (T1) has no run
-to lock: runs.register_run inserts it.
+to lock: runs.register_run inserts it. The one door run inside another's
+write is the one-shot resume that early results complete (`continued`).
 """
 
 from dataclasses import dataclass
@@ -111,6 +112,19 @@ def through(
         answer = door.write(t)
         t.writes.send()
         return answer
+
+
+def continued(door: Door[A], t: Locked) -> A:
+    """Steps 4 and 5 of `door` inside another door's write, under its lock and in its transaction: one claim
+    that follows from another, its writes in the same batch (early results: a pause they complete, or the last
+    one of them, resumes it at once; services/early.py).
+
+    Not `through`: its writes are not sent yet, so a second lock would not see the pause the first one stores.
+    Steps 1 to 3 are the caller's: it holds the lock, has checked the actor, and names the version it just made
+    current, so there is nothing to replay.
+    """
+    door.check(t)
+    return door.write(t)
 
 
 # -- what the claiming doors share ---------------------------------------------------------------
