@@ -1,10 +1,11 @@
 """The REST API: DRF generics for reads, one APIView per write, each calling one service."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import F, QuerySet
+from django.db.models import F, Model, QuerySet
 from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
 from rest_framework import generics, serializers
@@ -16,6 +17,7 @@ from .. import presenters, selectors, services
 from ..exceptions import Forbidden, NotFound
 from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
+from ..principals import Principal
 from . import bodies, docs, shapes
 from . import serializers as s
 from .authentication import principal_of
@@ -29,6 +31,8 @@ REPLAYED = PolymorphicProxySerializer(
 )
 # A claim: 201 for the call that did the work, 200 for the identical call again.
 CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
+
+Row = TypeVar("Row", bound=Model)
 
 
 def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -56,6 +60,17 @@ def drift_guard(data: dict[str, Any]) -> dict[str, Any]:
 
 def created(body: dict[str, Any], fresh: bool) -> Response:
     return Response(body, status=201 if fresh else 200)
+
+
+def rows_of_run(view: APIView, rows: Callable[[Principal], QuerySet[Row]], model: type[Row]) -> QuerySet[Row]:
+    """The rows of the run `pk` among `rows` (a selector), for a run the principal sees; 404 (leaking nothing) for
+    any other run. None for schema generation, which has no principal."""
+    if getattr(view, "swagger_fake_view", False):
+        return model._default_manager.none()
+    principal = principal_of(view.request)
+    if not selectors.runs(principal).filter(pk=view.kwargs["pk"]).exists():
+        raise NotFound()
+    return rows(principal).filter(run_id=view.kwargs["pk"])
 
 
 # -- runs ---------------------------------------------------------------------
@@ -91,12 +106,7 @@ class RunEvents(generics.ListAPIView):
     pagination_class = OldestFirstPagination
 
     def get_queryset(self) -> QuerySet[Event]:
-        if getattr(self, "swagger_fake_view", False):
-            return Event.objects.none()
-        principal = principal_of(self.request)
-        if not selectors.runs(principal).filter(pk=self.kwargs["pk"]).exists():
-            raise NotFound()
-        return selectors.events(principal).filter(run_id=self.kwargs["pk"])
+        return rows_of_run(self, selectors.events, Event)
 
 
 def callback_url(request: Request, suspension: Suspension) -> str:
@@ -240,12 +250,7 @@ class RunAdmissions(generics.ListAPIView):
     pagination_class = OldestFirstPagination
 
     def get_queryset(self) -> QuerySet[Admission]:
-        if getattr(self, "swagger_fake_view", False):
-            return Admission.objects.none()
-        principal = principal_of(self.request)
-        if not selectors.runs(principal).filter(pk=self.kwargs["pk"]).exists():
-            raise NotFound()
-        return selectors.admissions(principal).filter(run_id=self.kwargs["pk"])
+        return rows_of_run(self, selectors.admissions, Admission)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.get_paginated_response(admission_rows(self.paginate_queryset(self.get_queryset())))

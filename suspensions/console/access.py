@@ -1,4 +1,5 @@
-"""Who may open a console page: an active staff user (docs/decisions.md, "Trust boundaries")."""
+"""Who may open a console page: an active staff user (docs/decisions.md, "Trust boundaries"); an operator for the
+configuration pages (webhooks, notification routes, floors)."""
 
 from collections.abc import Callable
 from functools import wraps
@@ -8,7 +9,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from ..principals import has_staff_access
+from ..models import Role
+from ..principals import Principal, has_staff_access, principal_of
 
 
 def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -27,3 +29,27 @@ def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def holds_operator(principal: Principal) -> bool:
+    return principal.superuser or bool(principal.scopes_with(Role.OPERATOR))
+
+
+def operator_only(nav: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """A staff-only view for operators: a staff user who is an operator nowhere gets a 403 page, `nav` lit in it.
+
+    The configuration pages (webhooks, notification routes, floors) are the
+    operators' alone, as their services are (services.webhooks.require_operator).
+    """
+
+    def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @staff_required
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not holds_operator(principal_of(request)):
+                return render(request, "console/not_operator.html", {"nav": nav}, status=403)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return operator_required

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from django.http import HttpRequest
 
 from ..principals import principal_of
-from .webhooks import holds_operator
+from .access import holds_operator
 
 
 def operator_nav(request: HttpRequest) -> dict[str, Callable[[], bool]]:

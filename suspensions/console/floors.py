@@ -6,8 +6,6 @@ message; a refused one renders the form again (400) with the service's
 errors next to their fields, having written nothing.
 """
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 from uuid import UUID
 
@@ -23,8 +21,8 @@ from ..models import ApprovalFloor, Role
 from ..principals import principal_of
 from ..services import approval_floors
 from . import paging
-from .access import staff_required
-from .webhooks import holds_operator
+from .access import operator_only
+from .forms import refused_into
 
 NAV = "floors"
 ON_EXPIRY_WORDS = {
@@ -34,17 +32,8 @@ ON_EXPIRY_WORDS = {
 }
 
 
-def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """A staff user who is an operator nowhere gets a 403 page: floors are the operators' configuration."""
-
-    @staff_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not holds_operator(principal_of(request)):
-            return render(request, "console/not_operator.html", {"nav": NAV}, status=403)
-        return view(request, *args, **kwargs)
-
-    return wrapper
+# A staff user who is an operator nowhere gets a 403 page: floors are the operators' configuration.
+operator_required = operator_only(NAV)
 
 
 class FloorForm(forms.Form):
@@ -79,12 +68,6 @@ class NewFloorForm(FloorForm):
 
 def floor_row(floor: ApprovalFloor) -> dict[str, Any]:
     return {**presenters.approval_floor(floor), "created": floor.created_at, "updated": floor.updated_at}
-
-
-def refused_into(form: forms.Form, exc: ServiceError) -> None:
-    """The service's errors next to their fields (the rest above the form)."""
-    for field, problems in (exc.extra.get("errors") or {"__all__": [exc.detail]}).items():
-        form.add_error(field if field in form.fields else None, " ".join(map(str, problems)))
 
 
 # -- pages -------------------------------------------------------------------------------------

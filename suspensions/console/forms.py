@@ -5,6 +5,7 @@ from typing import Any
 from django import forms
 
 from .. import services
+from ..exceptions import ServiceError
 
 # (seconds, label) for the inbox's age and deadline filters; the values go to InboxFilter as given.
 # Short labels: each select sits under its field's label ("Waiting", "Deadline") in a narrow column.
@@ -21,6 +22,12 @@ MAX_TEXT = 4000
 # An answer in words and a call's edited arguments may be longer than a note.
 MAX_RESPONSE = 20_000
 MAX_ARGUMENTS = 100_000
+
+
+def refused_into(form: forms.Form, exc: ServiceError) -> None:
+    """The service's errors next to their fields (the rest above the form)."""
+    for field, problems in (exc.extra.get("errors") or {"__all__": [exc.detail]}).items():
+        form.add_error(field if field in form.fields else None, " ".join(map(str, problems)))
 
 
 class DecisionForm(forms.Form):

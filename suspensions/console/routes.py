@@ -24,6 +24,7 @@ from ..principals import principal_of
 from ..services import notification_routes as routes
 from ..services.notifications import ROUTE_EVENT_TYPES
 from ..services.webhooks import MAX_DESCRIPTION
+from .forms import refused_into
 from .webhooks import TONE, operator_required
 
 DONE = {
@@ -63,8 +64,7 @@ def route_list(request: HttpRequest) -> HttpResponse:
         try:
             routes.create_route(principal=principal, **form.cleaned_data)
         except ServiceError as exc:
-            for field, problems in (exc.extra.get("errors") or {"__all__": [exc.detail]}).items():
-                form.add_error(field if field in form.fields else None, " ".join(map(str, problems)))
+            refused_into(form, exc)
         else:
             messages.success(request, "Route created.")
             return redirect("console:routes")

@@ -12,8 +12,6 @@ to the endpoint's page with a message.
 """
 
 import hashlib
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 from uuid import UUID
 
@@ -31,7 +29,8 @@ from ..models import MessageStatus, Role, WebhookFormat
 from ..principals import Principal, principal_of
 from ..services import webhooks
 from . import paging
-from .access import staff_required
+from .access import operator_only
+from .forms import refused_into
 
 # What an operator reads when a change did not go through (the service's code -> a sentence).
 REFUSED = {
@@ -51,21 +50,8 @@ TONE = {
 }
 
 
-def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """A staff user who is an operator nowhere gets a 403 page: the webhook pages are the operators'."""
-
-    @staff_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not holds_operator(principal_of(request)):
-            return render(request, "console/not_operator.html", {"nav": "webhooks"}, status=403)
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def holds_operator(principal: Principal) -> bool:
-    return principal.superuser or bool(principal.scopes_with(Role.OPERATOR))
+# A staff user who is an operator nowhere gets a 403 page: the webhook pages are the operators'.
+operator_required = operator_only("webhooks")
 
 
 class EndpointForm(forms.Form):
@@ -138,8 +124,7 @@ def new_endpoint(request: HttpRequest) -> HttpResponse:
         try:
             endpoint, secret = webhooks.create_endpoint(principal=principal, **form.cleaned_data)
         except ServiceError as exc:
-            for field, problems in (exc.extra.get("errors") or {"__all__": [exc.detail]}).items():
-                form.add_error(field if field in form.fields else None, " ".join(map(str, problems)))
+            refused_into(form, exc)
         else:
             return shown_once(request, endpoint, secret, created=True)
     return render(request, "console/webhook_form.html", {"nav": "webhooks", "form": form}, status=400)

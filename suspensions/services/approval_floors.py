@@ -20,10 +20,10 @@ from django.db import connection, transaction
 
 from .. import floors, scopes, selectors
 from ..clock import db_now
-from ..exceptions import Forbidden, InvalidRequest, NotFound
+from ..exceptions import Forbidden, InvalidRequest
 from ..models import ApprovalFloor, Role
 from ..principals import Principal
-from .webhooks import operator_scope
+from .webhooks import operator_row, operator_scope
 from .webhooks import require_operator as require_operator  # the webhooks' rule: operators only
 
 log = logging.getLogger("suspensions.floors")
@@ -50,12 +50,7 @@ class _Values:
 
 def floor_of(principal: Principal, floor_id: UUID | str, *, lock: bool = False) -> ApprovalFloor:
     """A floor in the principal's operator scopes (404 otherwise, leaking nothing)."""
-    require_operator(principal)
-    query = selectors.approval_floors(principal).filter(pk=floor_id)
-    found = (query.select_for_update() if lock else query).first()
-    if found is None:
-        raise NotFound(f"approval floor {floor_id} not found")
-    return found
+    return operator_row(principal, selectors.approval_floors(principal), floor_id, "approval floor", lock=lock)
 
 
 def check_values(values: dict[str, Any]) -> dict[str, Any]:

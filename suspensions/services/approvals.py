@@ -40,7 +40,7 @@ from ..models import (
 from ..models import Run as RunModel
 from ..observability import metrics
 from ..principals import Principal
-from .claiming import AdmissionDoor, Door, admit, check_reason, claimed_before, is_current, replay_or_conflict, through
+from .claiming import AdmissionDoor, Door, admit, check_reason, claimed_before, is_current, refuse_claimed, through
 from .claims import (
     Claimed,
     Locked,
@@ -181,11 +181,11 @@ class Vote(DecideDoor):
         calls = policies.final_calls(json.loads(record.pending), self.edits) if record is not None else []
         own = ApprovalVote.objects.filter(suspension_id=self.version.suspension_id, voter_key=t.principal.person)
         existing = claimed_before(t, self.version)  # 409 for a stale version with nothing to replay
+        digest = _vote_digest(calls, self.note)
         mine = own.first()
-        if mine is not None and mine.digest == _vote_digest(calls, self.note):
+        if mine is not None and mine.digest == digest:
             return Claimed(run=t.run, admission=existing, fresh=False)
-        replay_or_conflict(t, existing, _vote_digest(calls, self.note))  # a vote digest is no request digest: raises
-        raise AssertionError("replay_or_conflict raised")
+        refuse_claimed(t, existing, digest)  # not this person's identical vote: the loser's 409
 
     def check(self, t: Locked) -> None:
         if not self.votes:
@@ -274,8 +274,6 @@ def approve(
 class Respond(AdmissionDoor):
     """T4 with the approver's words as input instead of the tools; ends the approval whatever its quorum."""
 
-    version: Version
-    input_text: str
     response: str
     role = Role.APPROVER
     door = "decide"

@@ -20,10 +20,12 @@ no trace. A door is a small object holding its request; its methods are the
 steps. The sweep (T9) is the one batch form of the same sequence:
 services/sweep.py locks runs `SKIP LOCKED`, re-reads them, keeps the rows
 still current, and writes each batch set-based. A register (T1) has no run
-to lock: runs.register_run inserts it.
+to lock: runs.register_run inserts it. The one door run inside another's
+write is the one-shot resume that early results complete (`continued`).
 """
 
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import ClassVar, Generic, NoReturn, TypeVar
 from uuid import UUID
 
 from django.db import transaction
@@ -112,6 +114,19 @@ def through(
         return answer
 
 
+def continued(door: Door[A], t: Locked) -> A:
+    """Steps 4 and 5 of `door` inside another door's write, under its lock and in its transaction: one claim
+    that follows from another, its writes in the same batch (early results: a pause they complete, or the last
+    one of them, resumes it at once; services/early.py).
+
+    Not `through`: its writes are not sent yet, so a second lock would not see the pause the first one stores.
+    Steps 1 to 3 are the caller's: it holds the lock, has checked the actor, and names the version it just made
+    current, so there is nothing to replay.
+    """
+    door.check(t)
+    return door.write(t)
+
+
 # -- what the claiming doors share ---------------------------------------------------------------
 
 
@@ -159,8 +174,13 @@ def claimed_before(t: Locked, version: Version) -> Admission:
 
 def replay_or_conflict(t: Locked, existing: Admission, request_digest: str) -> None:
     """Raise unless `existing` is the identical request (then the caller replays it)."""
-    if existing.request_digest == request_digest:
-        return
+    if existing.request_digest != request_digest:
+        refuse_claimed(t, existing, request_digest)
+
+
+def refuse_claimed(t: Locked, existing: Admission, request_digest: str) -> NoReturn:
+    """The refusal of a request that is not the one `existing` admitted (409): an admission conflict naming both
+    digests while the run is still at the claim's revision, a version conflict once it has moved on."""
     if t.run.revision == existing.claimed_revision:
         raise AdmissionConflict(
             "this pause was already claimed by a different request",
@@ -206,17 +226,20 @@ def admit(
     return admission, admitted
 
 
+@dataclass
 class AdmissionDoor(Door[Claimed]):
     """A door that claims a pause by its version with an input (T4): one-shot, agent reply, dispatch, respond.
 
-    Step 3 is the same for all: the current version goes on; otherwise the
-    admission that claimed it is replayed for the identical request (its
-    request digest), and anything else is the loser's 409.
+    Every one holds the version it claims and the input it binds (its first
+    two fields; a subclass's own fields follow). Step 3 is the same for all:
+    the current version goes on; otherwise the admission that claimed it is
+    replayed for the identical request (its request digest), and anything
+    else is the loser's 409.
     """
 
-    door: str | None  # the row of the reason matrix; None: the dispatch door, gated before the lock
     version: Version
     input_text: str
+    door: ClassVar[str | None]  # the row of the reason matrix; None: the dispatch door, gated before the lock
 
     def admits(self, t: Locked) -> None:
         super().admits(t)

@@ -35,7 +35,7 @@ from .. import digests
 from ..exceptions import AdmissionConflict, InputTooLarge, InvalidState, Throttled
 from ..models import TERMINAL_STATES, EarlyResult, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
-from .claiming import Door, through
+from .claiming import Door, continued, through
 from .claims import Claimed, Locked, Version, bounded_input
 from .resumes import OneShot
 
@@ -90,8 +90,8 @@ class Completion:
         assert live is not None
         version = Version(run_id=t.run.id, suspension_id=live.id, run_revision=t.run.revision)
         door = OneShot(version=version, input_text=self.input_text, results=self.results)
-        door.check(t)  # cannot refuse: the deadline and the calls were checked before the first write
-        claimed = door.write(t)
+        # Its check cannot refuse: the deadline and the calls were checked before the first write.
+        claimed = continued(door, t)
         for row in self.rows:
             t.writes.update(EarlyResult, {"id": row.pk}, suspension_id=live.id)
             row.suspension_id = live.id

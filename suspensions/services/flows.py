@@ -274,8 +274,6 @@ def resume_flow_wait(
 class Dispatch(AdmissionDoor):
     """T4 through the dispatch door: its gate (nonce, decision token) was checked before, not the reason matrix."""
 
-    version: Version
-    input_text: str
     wait: FlowWait
     role = Role.BUS
     door = None

@@ -20,11 +20,11 @@ from django.db import transaction
 
 from .. import scopes, selectors
 from ..clock import db_now
-from ..exceptions import Forbidden, InvalidRequest, NotFound
+from ..exceptions import Forbidden, InvalidRequest
 from ..models import NotificationChannel, NotificationRoute, Role, SlackChannel
 from ..principals import Principal
 from .notifications import ROUTE_EVENT_TYPES
-from .webhooks import MAX_DESCRIPTION, check_event_types, operator_scope
+from .webhooks import MAX_DESCRIPTION, check_event_types, operator_row, operator_scope
 from .webhooks import require_operator as require_operator  # the webhooks' rule: operators only
 
 log = logging.getLogger("suspensions.notification_routes")
@@ -82,12 +82,7 @@ def _claimed(channel_id: str, scope: str, principal: Principal) -> None:
 
 def route_of(principal: Principal, route_id: UUID | str, *, lock: bool = False) -> NotificationRoute:
     """A route in the principal's operator scopes (404 otherwise, leaking nothing)."""
-    require_operator(principal)
-    query = selectors.notification_routes(principal).filter(pk=route_id)
-    found = (query.select_for_update() if lock else query).first()
-    if found is None:
-        raise NotFound(f"notification route {route_id} not found")
-    return found
+    return operator_row(principal, selectors.notification_routes(principal), route_id, "notification route", lock=lock)
 
 
 def create_route(

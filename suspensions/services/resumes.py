@@ -37,8 +37,6 @@ def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) 
 class OneShot(AdmissionDoor):
     """T3: T4 admit and T5 start of an `external_tool` pause, with the results in pending order."""
 
-    version: Version
-    input_text: str
     results: list[dict[str, Any]]
     # The drift guard (docs/api.md, "Version drift: `engine_version` and `accept_drift`"): not part of the request
     # digest, so a replay is decided on the results alone.
@@ -99,8 +97,6 @@ def resume_run(
 class AgentReply(AdmissionDoor):
     """T4 by the bus: the reply bound to the pending call's `reply_with`; grants no execution."""
 
-    version: Version
-    input_text: str
     reply_with: str
     source: str
     role = Role.BUS

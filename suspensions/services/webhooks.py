@@ -16,13 +16,14 @@ import hmac
 import logging
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 from uuid import UUID
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
-from django.db import transaction
+from django.db import models, transaction
+from django.db.models import QuerySet
 
 from .. import presenters, scopes, selectors
 from ..clock import db_now
@@ -48,6 +49,8 @@ SECRET_BYTES = 32
 ROTATION_GRACE = timedelta(hours=24)
 MAX_URL = 2000
 MAX_DESCRIPTION = 500
+
+Row = TypeVar("Row", bound=models.Model)
 
 
 def new_secret() -> str:
@@ -128,14 +131,27 @@ def operator_scope(principal: Principal, scope: str | None, what: str) -> str:
     return scope
 
 
+def operator_row(
+    principal: Principal, rows: QuerySet[Row], row_id: UUID | str, what: str, *, lock: bool = False
+) -> Row:
+    """The row `row_id` among `rows` (a selector of the principal's operator scopes), locked if asked.
+
+    403 for a principal that is an operator nowhere; 404 "<what> <id> not
+    found" for a row outside `rows`, leaking nothing (not whether it exists
+    elsewhere). Endpoints, notification routes and approval floors are
+    looked up this one way.
+    """
+    require_operator(principal)
+    query = rows.filter(pk=row_id)
+    found = (query.select_for_update() if lock else query).first()
+    if found is None:
+        raise NotFound(f"{what} {row_id} not found")
+    return found
+
+
 def endpoint_of(principal: Principal, endpoint_id: UUID | str, *, lock: bool = False) -> WebhookEndpoint:
     """An endpoint in the principal's operator scopes (404 otherwise, leaking nothing)."""
-    require_operator(principal)
-    query = selectors.webhook_endpoints(principal).filter(pk=endpoint_id)
-    endpoint = (query.select_for_update() if lock else query).first()
-    if endpoint is None:
-        raise NotFound(f"webhook {endpoint_id} not found")
-    return endpoint
+    return operator_row(principal, selectors.webhook_endpoints(principal), endpoint_id, "webhook", lock=lock)
 
 
 def is_current_secret(*, endpoint_id: UUID | str, secret: str | None) -> bool:

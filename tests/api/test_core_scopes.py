@@ -21,6 +21,7 @@ def objects_of(c, scope):
 ENDPOINTS = {
     "run detail": lambda o: ("get", f"/api/v1/runs/{o['paused']['run_id']}", None),
     "run events": lambda o: ("get", f"/api/v1/runs/{o['paused']['run_id']}/events", None),
+    "run admissions": lambda o: ("get", f"/api/v1/runs/{o['paused']['run_id']}/admissions", None),
     "suspension detail": lambda o: ("get", f"/api/v1/suspensions/{o['paused']['id']}", None),
     "suspend": lambda o: (
         "post",

@@ -30,10 +30,8 @@ def version_of(s, revision=None):
 
 @dataclass
 class Probe(AdmissionDoor):
-    """The smallest claiming door: admit the input, write the event."""
+    """The smallest claiming door: admit the input, write the event (its version and input are AdmissionDoor's)."""
 
-    version: Version
-    input_text: str
     role: str = "bus"
     door: str | None = "admit"
 
