@@ -45,6 +45,25 @@ class PrivatePostgres:
         self._run(_bin("initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
         self.start()
 
+    @classmethod
+    def replica_of(cls, primary: "PrivatePostgres") -> "PrivatePostgres":
+        """A streaming replica of `primary` (pg_basebackup -R: it follows the primary's WAL), started hot standby on
+        a port of its own. initdb's trust rules already let 127.0.0.1 connect for replication."""
+        self = cls.__new__(cls)
+        self.port = _free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="suspensions-pg-replica-"))
+        self.data = self.dir / "data"
+        self.log = self.dir / "server.log"
+        self.settings = {**primary.settings, "hot_standby": "on"}
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres")
+        self._run(
+            _bin("pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
+            "-D", str(self.data), "-R", "-X", "stream", "-c", "fast", "--no-sync",
+        )  # fmt: skip
+        self.start()
+        return self
+
     def _run(self, *argv: str) -> None:
         command = list(argv)
         if os.geteuid() == 0:

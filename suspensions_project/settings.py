@@ -1,6 +1,7 @@
 """One env-driven settings file (12-factor). See .env.example for every variable."""
 
 import base64
+import copy
 import hashlib
 import re
 from pathlib import Path
@@ -105,6 +106,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # With a read replica only: a browser that just wrote reads the primary for a moment (suspensions/replicas.py).
+    "suspensions.replicas.PrimaryAfterWriteMiddleware",
     # After CSRF: a forged sign-in is refused as such before it counts against anyone.
     "suspensions.middleware.LoginLockoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -153,9 +156,7 @@ _pool_min = env_int("DB_POOL_MIN", default=2, minimum=0)
 _pool_max = env_int("DB_POOL_MAX", default=40, minimum=1)
 if _pool_max < _pool_min:
     raise ImproperlyConfigured(f"DB_POOL_MAX ({_pool_max}) must be at least DB_POOL_MIN ({_pool_min})")
-DATABASES["default"]["OPTIONS"] = {
-    # The URL's own parameters (sslmode, host for a socket directory, ...) are kept.
-    **DATABASES["default"].get("OPTIONS", {}),
+_POOLED = {
     # No server-side prepared statements (docs/deploy.md, "PgBouncer"), so PgBouncer in transaction mode needs nothing
     # set: Django's psycopg cursors bind parameters on the client (server_side_binding stays off),
     # which prepares nothing whatever prepare_threshold says (None says it too), and a transition's
@@ -168,6 +169,8 @@ DATABASES["default"]["OPTIONS"] = {
         "timeout": env_int("DB_POOL_TIMEOUT", default=10, minimum=1),
     },
 }
+# The URL's own parameters (sslmode, host for a socket directory, ...) are kept.
+DATABASES["default"]["OPTIONS"] = {**DATABASES["default"].get("OPTIONS", {}), **_POOLED}
 # DB_PREPARED_STATEMENTS=1 turned prepared statements on while the hot path had server-binding cursors of its
 # own; since issue 31 removed them it prepared none, so it is refused rather than silently ignored.
 if env.bool("DB_PREPARED_STATEMENTS", default=False):
@@ -183,6 +186,25 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # streams no large result, so every read is fetched whole.
 DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Reads that may lag (the lists, the inbox, the dashboard, the audit export) go to a PostgreSQL streaming replica
+# when DATABASE_REPLICA_URL is set (docs/deploy.md, "Read replicas"; suspensions/replicas.py); everything else, and
+# a browser's pages for REPLICA_FRESH_SECONDS after it wrote, reads the primary. Its connections are pooled like
+# the primary's. In tests the alias mirrors the primary's test database.
+DATABASE_REPLICA_URL = env.str("DATABASE_REPLICA_URL", default="")
+REPLICA_FRESH_SECONDS = env_int("REPLICA_FRESH_SECONDS", default=10, minimum=1)
+if DATABASE_REPLICA_URL:
+    _replica = env.db_url_config(DATABASE_REPLICA_URL)
+    if _replica.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_REPLICA_URL must be a postgres:// URL")
+    DATABASES["replica"] = {
+        **_replica,
+        "OPTIONS": {**_replica.get("OPTIONS", {}), **copy.deepcopy(_POOLED)},
+        "CONN_HEALTH_CHECKS": True,
+        "DISABLE_SERVER_SIDE_CURSORS": True,
+        "TEST": {"MIRROR": "default"},
+    }
+    DATABASE_ROUTERS = ["suspensions.replicas.ReplicaRouter"]
 
 # Sign-in failure counts and API throttles, shared by every web process: by default Django's database
 # cache (its table is made by migration 0010), so the documented command line is safe as it stands;

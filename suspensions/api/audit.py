@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, scopes, selectors
+from .. import presenters, replicas, scopes, selectors
 from ..exceptions import Forbidden, InvalidRequest
 from ..models import AuditCheckpoint, Event, Role
 from ..principals import Principal
@@ -62,7 +62,8 @@ class AuditExport(APIView):
         events = selectors.audit_events(principal, scope=scope, since=since)
         checkpoints = selectors.audit_checkpoints(selectors.audit_workspaces(principal, scope), since)
         whole = functools.partial(holds_whole, principal, scope)
-        response = StreamingHttpResponse(lines(events, checkpoints, whole), content_type=NDJSON)
+        streamed = replicas.lagging(lines(events, checkpoints, whole), request)
+        response = StreamingHttpResponse(streamed, content_type=NDJSON)
         response["Content-Disposition"] = 'attachment; filename="audit.jsonl"'
         return response
 

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, selectors, services
+from .. import presenters, replicas, selectors, services
 from ..exceptions import Forbidden, NotFound
 from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
@@ -77,7 +77,7 @@ def rows_of_run(view: APIView, rows: Callable[[Principal], QuerySet[Row]], model
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("list_runs", ok={200: shapes.RunOut})))
-class RunList(generics.ListAPIView):
+class RunList(replicas.LagTolerantGet, generics.ListAPIView):
     serializer_class = shapes.RunOut
     filterset_class = RunFilter
 
@@ -181,7 +181,7 @@ class Cancel(APIView):
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("list_suspensions", ok={200: shapes.SuspensionSummaryOut})))
-class SuspensionList(generics.ListAPIView):
+class SuspensionList(replicas.LagTolerantGet, generics.ListAPIView):
     serializer_class = shapes.SuspensionSummaryOut
     filterset_class = SuspensionFilter
     pagination_class = DeadlinePagination
@@ -280,7 +280,7 @@ class LatestAdmission(APIView):
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("list_admissions", ok={200: shapes.AdmissionReceiptOut})))
-class AdmissionList(generics.ListAPIView):
+class AdmissionList(replicas.LagTolerantGet, generics.ListAPIView):
     """Admitted work waiting for a start: the engine's queue (docs/api.md, "7.4 Admissions and starts";
     docs/decisions.md, "Trust boundaries"), only where it is an engine.
 

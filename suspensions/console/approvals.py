@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from .. import selectors, services, timefmt
+from .. import replicas, selectors, services, timefmt
 from ..approval_reads import find_approval
 from ..exceptions import ArgumentsInvalid, Forbidden, NotFound, SeparationOfDuties, ServiceError, UnusableSchema
 from ..filters import InboxFilter
@@ -69,6 +69,7 @@ def with_query(url: str, query: str) -> str:
 
 @require_GET
 @staff_required
+@replicas.lag_tolerant
 def inbox(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     filterset = InboxFilter(request.GET, queryset=selectors.pending_approvals(principal).defer("continuation"))

@@ -17,7 +17,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from .. import selectors
+from .. import replicas, selectors
 from ..filters import ConsoleRunFilter
 from ..models import Reason, Role, RunState
 from ..principals import principal_of
@@ -28,6 +28,7 @@ from .access import staff_required
 
 @require_GET
 @staff_required
+@replicas.lag_tolerant
 def dashboard(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     context = {
@@ -44,6 +45,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @staff_required
+@replicas.lag_tolerant
 def runs(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     filterset = ConsoleRunFilter(request.GET, queryset=queries.runs_for_list(principal))
@@ -104,6 +106,7 @@ def current_pause(r: Any, now: Any) -> dict[str, Any] | None:
 
 @require_GET
 @staff_required
+@replicas.lag_tolerant
 def uncertain(request: HttpRequest) -> HttpResponse:
     principal, now = principal_of(request), timezone.now()
     # A start seconds old is an engine at work, not a stuck one: by default only settled starts are listed.
