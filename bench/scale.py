@@ -115,7 +115,7 @@ SELECT md5('pause' || r.id::text)::uuid, r.id, r.scope, r.scope_l1, '', '', r.la
        CASE WHEN r.last_reason = 'agent_reply' THEN %(pending_reply)s ELSE %(pending)s END, %(continuation)s,
        ',refund,', CASE WHEN r.last_reason = 'agent_reply' THEN 'q-1' ELSE '' END, '', '', d, d, r.updated_at, '{}'
 FROM suspensions_run r,
-     LATERAL (SELECT now() + interval '1 day' + (hashtext(r.id::text) %% 86400) * interval '1 second' AS d) AS dl
+     LATERAL (SELECT now() + interval '1 day' + (hashtext(r.id::text) & 65535) * interval '1 second' AS d) AS dl
 WHERE r.state = 'paused'
 """
 
@@ -450,7 +450,7 @@ def measured(args: Any, server: str, big_runs: int) -> dict[str, Any]:
         f.prepare()
     import logging
 
-    logging.getLogger("suspensions.requests").setLevel(logging.WARNING)  # no log line per timed request
+    logging.getLogger("suspensions").setLevel(logging.WARNING)  # no log line per timed request or transition
     for name, f in fills.items():  # one untimed pass over every view: caches, the pool, the pages' first render
         use(f.url)
         for view, (call, consumes) in views(f).items():
