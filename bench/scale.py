@@ -325,6 +325,8 @@ def views(f: Fill) -> dict[str, tuple[Callable[[], Any], bool]]:
     return {
         "API inbox (acme approver)": (lambda: get(c["approver"], "/api/v1/approvals"), False),
         "console inbox (acme staff)": (lambda: get(c["staff"], reverse("console:inbox")), False),
+        "console run list (acme staff)": (lambda: get(c["staff"], reverse("console:runs")), False),
+        "admin event list (acme staff)": (lambda: get(c["staff"], "/admin/suspensions/event/"), False),
         "console run page (acme staff)": (lambda: get(c["staff"], reverse("console:run", args=[f.run_id])), False),
         "API run events (acme auditor)": (lambda: get(c["auditor"], f"/api/v1/runs/{f.run_id}/events"), False),
         "export of acme (10,000 events)": (
@@ -345,8 +347,9 @@ def time_view(f: Fill, name: str, call: Callable[[], Any], consumes: bool, n: in
     lat = []
     if consumes:
         n = min(n, CONSUMABLE // rounds)  # acme has 33 pauses to resume and 67 to expire, in all rounds together
+        sweep_empty()  # warm: the first call after switching databases opens the connection
     else:
-        call()  # warm: the first call after switching databases opens the connection
+        call()
     for _ in range(n):
         run = sweep_one(f) if name.startswith("sweep pass, one") else call
         t0 = time.perf_counter()
@@ -458,19 +461,21 @@ def measured(args: Any, server: str, big_runs: int) -> dict[str, Any]:
                 call()
     samples: dict[str, dict[str, list[float]]] = {"small": {}, "big": {}}
     per_round: dict[str, list[float]] = {}
+    # Interleaved view by view: the two fills' calls of one view run seconds apart (the machine is shared and its
+    # load drifts), the fill that goes first alternating from round to round.
+    names = list(views(fills["small"]))
     for round_no in range(args.rounds):
         order = ["small", "big"] if round_no % 2 == 0 else ["big", "small"]
-        medians: dict[str, dict[str, float]] = {}
-        for name in order:
-            f = fills[name]
-            use(f.url)
-            medians[name] = {}
-            for view, (call, consumes) in views(f).items():
+        for view in names:
+            medians: dict[str, float] = {}
+            for name in order:
+                f = fills[name]
+                use(f.url)
+                call, consumes = views(f)[view]
                 lat = time_view(f, view, call, consumes, args.requests, args.rounds)
                 samples[name].setdefault(view, []).extend(lat)
-                medians[name][view] = statistics.median(lat)
-        for view in medians["small"]:
-            per_round.setdefault(view, []).append(medians["big"][view] / medians["small"][view])
+                medians[name] = statistics.median(lat)
+            per_round.setdefault(view, []).append(medians["big"] / medians["small"])
         print(
             f"round {round_no + 1}: " + ", ".join(f"{v.split(' (')[0]} {r[-1]:.2f}" for v, r in per_round.items()),
             flush=True,

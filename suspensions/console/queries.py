@@ -34,13 +34,14 @@ def visible_approvals(principal: Principal) -> QuerySet[Approval]:
 COUNT_CAP = 1_000
 
 
-def capped_counts(querysets: dict[str, QuerySet[Any]], cap: int = COUNT_CAP) -> dict[str, int]:
-    """Each queryset's row count, at most `cap + 1`, all in one statement (one round trip).
+def capped_counts(querysets: dict[str, QuerySet[Any]]) -> dict[str, int]:
+    """Each queryset's row count, at most COUNT_CAP + 1, all in one statement (one round trip).
 
-    `SELECT (SELECT count(*) FROM (<q1> LIMIT cap+1) AS c), (...)`: each counted row only its first column.
+    `SELECT (SELECT count(*) FROM (<q1> LIMIT cap+1) AS c), (...)`: each counted row only its primary key.
     """
     if not querysets:
         return {}
+    cap = COUNT_CAP
     parts, params = [], []
     for qs in querysets.values():
         try:
@@ -56,9 +57,9 @@ def capped_counts(querysets: dict[str, QuerySet[Any]], cap: int = COUNT_CAP) -> 
     return dict(zip(querysets, row, strict=True))
 
 
-def shown(n: int, cap: int = COUNT_CAP) -> dict[str, Any]:
-    """A count as the page shows it: exact up to `cap`, "1,000+" past it."""
-    return {"n": f"{cap:,}+" if n > cap else n, "capped": n > cap}
+def shown(n: int) -> dict[str, Any]:
+    """A count as the page shows it: exact up to COUNT_CAP, "1,000+" past it."""
+    return {"n": f"{COUNT_CAP:,}+" if n > COUNT_CAP else n, "capped": n > COUNT_CAP}
 
 
 def state_counts(principal: Principal) -> list[dict[str, Any]]:
