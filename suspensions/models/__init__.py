@@ -87,7 +87,9 @@ class Run(Scoped):
             models.CheckConstraint(condition=Q(state__in=RunState.values), name="run_state_valid"),
         ]
         indexes = [
-            *Scoped.Meta.indexes,
+            # A scope's runs newest first (the console's and the admin's run lists): each level with the id, so a
+            # page of one tenant is read from its own entries (docs/performance.md, "At scale").
+            *[models.Index(fields=[level, "id"], name=f"run_{level}_id") for level in SCOPE_LEVELS],
             models.Index(fields=["state", "updated_at"], name="run_state_updated"),
             models.Index(fields=["agent_id"], name="run_agent"),
             # `?tag=` on runs: tags @> ARRAY[...].

@@ -224,3 +224,15 @@ def test_a_scopes_export_reads_its_pages_from_the_scopes_own_index_in_id_order(f
         # rest of the scope at most (the planner sorts them when it expects few), never every tenant's events.
         (used,) = [node for node in scans if node.get("Index Name", "").startswith("event_scope_l1_id")]
         assert "scope_l1" in used["Index Cond"] and "id >" in used["Index Cond"], used["Index Cond"]
+
+
+@pytest.mark.parametrize("path", ["/console/runs/", "/admin/suspensions/run/"])
+def test_a_scoped_run_list_reads_its_page_from_the_scopes_own_index(filled, path):
+    """Newest first along the scope's (level, id) index, not the primary key filtered tenant by tenant."""
+    staff = logged_in(member("audrey", {"acme": ["auditor", "approver"]}, is_staff=True))
+    sent = statements(lambda: staff.get(path))
+    pages = [(sql, p) for sql, p in sent if "suspensions_run" in sql and "ORDER BY" in sql]
+    assert pages
+    for sql, params in pages:
+        used = {node.get("Index Name", "") for node, _ in nodes(plan_of(sql, params))}
+        assert "run_scope_l1_id" in used, used
