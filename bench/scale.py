@@ -11,7 +11,12 @@ fill analyzed once):
 - big: `--scale` x 1,000,000 runs (1,000,000 at 1.0) with the same 1,000
   `acme` runs spread evenly among them, the others in 997 other workspaces;
   10 events each and every tenth paused, as above (10,000,000 events and
-  100,000 pending pauses at 1.0). Events span the last `--days` days.
+  99,100 pending pauses at 1.0: the acme runs take the place of 1,000 others,
+  of which 900 would not have been paused). Events span the last `--days`
+  days (by default as many days as thousands of runs, so both fills have
+  10,000 events a day: the dashboard's chart of the last 24 hours reads as
+  many in both). Into a partitioned events table the rows go wherever its
+  partitions (or its DEFAULT partition) take them.
 
 The fill is set-based SQL (generate_series), inserted through each table's
 name, so it works whether the events table is partitioned or not. Its event
@@ -34,7 +39,7 @@ big/small taken inside each round and reported as the median of the rounds
   event list, and the console dashboard; the dashboard also as the `acme`
   staff user.
 
-    .venv/bin/python bench/scale.py [--scale 1.0] [--rounds 5] [--requests 7] [--server URL] [--reuse]
+    .venv/bin/python bench/scale.py [--scale 1.0] [--rounds 7] [--requests 7] [--server URL] [--reuse]
 
 `--server URL`: use that PostgreSQL server (databases `scale_small_bench` and
 `scale_big_bench` are created there) instead of a private one; `--reuse`
@@ -378,7 +383,7 @@ def slowest_queries(f: Fill, call: Callable[[], Any], top: int = 3) -> list[tupl
 
 def main() -> dict[str, Any]:
     p = common.parser(__doc__.splitlines()[0])
-    p.set_defaults(rounds=5)
+    p.set_defaults(rounds=7)
     p.add_argument("--scale", type=float, default=1.0, help="the big fill's size: 1.0 is 1,000,000 runs")
     p.add_argument("--requests", type=int, default=7, help="calls per view per round (their median is the round's)")
     p.add_argument(
@@ -509,25 +514,24 @@ def measured(args: Any, server: str, big_runs: int) -> dict[str, Any]:
         "slowest_queries_over_target": slow,
     }
     big_rows = loads["big"]["rows"]
+    fill_seconds = "; ".join(
+        f"{n} {', '.join(f'{k} {v} s' for k, v in took.items() if k != 'rows')}"
+        for n, took in loads.items()
+        if len(took) > 1
+    )
+    command = " ".join(["bench/scale.py", *sys.argv[1:]])
     md = "\n".join(
         [
             f"### Scale: {big_rows['events']:,} events, {big_rows['runs']:,} runs, {big_rows['pending pauses']:,} "
-            f"pending pauses beside {loads['small']['rows']['events']:,} events "
-            f"(median ms of {args.requests} calls x {args.rounds} rounds; {data['machine']['nproc']} cores, "
-            f"PostgreSQL {data['machine']['postgresql']})",
+            f"pending pauses beside {loads['small']['rows']['events']:,} events (`{command}`: median ms of "
+            f"{args.requests} calls x {args.rounds} rounds, {data['machine']['nproc']} cores, PostgreSQL "
+            f"{data['machine']['postgresql'].split(' ')[0]}; fill: {fill_seconds})",
             "",
             common.table(["view", "10k events ms", "big ms", "big / 10k (rounds)", "within 1.2x"], rows),
-            "",
-            "Fill: "
-            + "; ".join(
-                f"{n} {', '.join(f'{k} {v} s' for k, v in took.items() if k != 'rows')}"
-                for n, took in loads.items()
-                if len(took) > 1
-            ),
         ]
     )
-    for view, queries in slow.items():
-        md += f"\n\nSlowest statements of {view} (big fill): " + "; ".join(f"{t} ms `{q[:160]}`" for t, q in queries)
+    for view, queries in slow.items():  # printed and kept in the JSON, not written into the docs
+        print(f"\nSlowest statements of {view} (big fill): " + "; ".join(f"{t} ms `{q[:160]}`" for t, q in queries))
     common.write_result("scale", data, md)
     return data
 
