@@ -143,7 +143,7 @@ def bounded_filter(model: type[models.Model], spec: Any) -> Any:
     if not isinstance(spec, str) or "__" in spec:
         return spec
     field = model._meta.get_field(spec)
-    if field.choices or not isinstance(field, models.CharField):
+    if not isinstance(field, models.CharField) or field.choices:
         return spec
     return (spec, WorkspaceFilter if spec == "scope_l1" else RecentValuesFilter)
 

@@ -44,7 +44,8 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:  # type: ignore[override]
-        found = self.object_list.order_by().values("pk")[: self.cap + 1].count()
+        rows: QuerySet[Any] = self.object_list  # type: ignore[assignment]  # the admin pages querysets
+        found = rows.order_by().values("pk")[: self.cap + 1].count()
         self.capped = found > self.cap
         return min(found, self.cap)
 
@@ -86,7 +87,7 @@ class WorkspaceFilter(admin.AllValuesFieldListFilter):
             found = workspaces_in(model)
         else:
             found = sorted({scopes.levels(held)["scope_l1"] for held in principal.scopes_with()})
-        self.lookup_choices = with_selected(found, self.lookup_val)
+        self.lookup_choices = with_selected(found, self.lookup_val)  # type: ignore[assignment]  # iterated only
 
 
 class RecentValuesFilter(admin.AllValuesFieldListFilter):
@@ -98,7 +99,7 @@ class RecentValuesFilter(admin.AllValuesFieldListFilter):
         super().__init__(field, request, params, model, model_admin, field_path)
         queryset: QuerySet[Any] = model_admin.get_queryset(request)
         latest = queryset.order_by("-pk").values_list(field.name, flat=True)[:RECENT]
-        self.lookup_choices = with_selected(sorted(set(latest)), self.lookup_val)
+        self.lookup_choices = with_selected(sorted(set(latest)), self.lookup_val)  # type: ignore[assignment]
 
 
 def with_selected(found: list[str], selected: Any) -> list[str]:

@@ -42,7 +42,8 @@ def capped_counts(querysets: dict[str, QuerySet[Any]]) -> dict[str, int]:
     if not querysets:
         return {}
     cap = COUNT_CAP
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[Any] = []
     for qs in querysets.values():
         try:
             sql, p = qs.order_by().values("pk")[: cap + 1].query.sql_with_params()

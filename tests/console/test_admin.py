@@ -2,8 +2,8 @@
 and memberships."""
 
 import re
-from datetime import timedelta
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.contrib import admin
