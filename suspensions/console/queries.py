@@ -30,7 +30,7 @@ def visible_approvals(principal: Principal) -> QuerySet[Approval]:
 
 # The dashboard counts each number up to this many and shows "1,000+" past it (docs/performance.md, "At scale"): each
 # count reads at most COUNT_CAP + 1 entries of an index leading with what it counts, so the page costs the same at a
-# million runs as at a thousand. Exact totals of a large service are the metrics' (docs/deploy.md, "Capacity").
+# million runs as at a thousand (docs/deploy.md, "Capacity").
 COUNT_CAP = 1_000
 
 
