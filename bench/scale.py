@@ -193,6 +193,24 @@ def counts() -> dict[str, int]:
     return out
 
 
+def table_megabytes() -> dict[str, list[int]]:
+    """[table, indexes] in MB of each filled table (docs/deploy.md, "Capacity")."""
+    from django.db import connection
+
+    out = {}
+    with connection.cursor() as cursor:
+        for name in ("suspensions_event", "suspensions_run", "suspensions_suspension", "suspensions_approval"):
+            # A partitioned table's rows are in its partitions: the tree sums them (a plain table is its own tree).
+            cursor.execute(
+                "SELECT sum(pg_table_size(c.oid)), sum(pg_indexes_size(c.oid)) FROM pg_class c WHERE c.oid = %s::regclass"
+                " OR c.oid IN (SELECT relid FROM pg_partition_tree(%s::regclass))",
+                [name, name],
+            )
+            table, indexes = cursor.fetchone()
+            out[name] = [int(table) // 2**20, int(indexes) // 2**20]
+    return out
+
+
 # -- switching between the two databases ---------------------------------------------------------------------------
 
 CURRENT = {"url": ""}
@@ -454,6 +472,7 @@ def measured(args: Any, server: str, big_runs: int) -> dict[str, Any]:
             loads[name] = fill(sizes[name], args.days if name == "big" else 1.0)
             print(f"  {loads[name]}", flush=True)
         loads.setdefault(name, {})["rows"] = counts()
+        loads[name]["megabytes"] = table_megabytes()
         print(f"{name}: {loads[name]['rows']}", flush=True)
         f.prepare()
     import logging
@@ -515,9 +534,9 @@ def measured(args: Any, server: str, big_runs: int) -> dict[str, Any]:
     }
     big_rows = loads["big"]["rows"]
     fill_seconds = "; ".join(
-        f"{n} {', '.join(f'{k} {v} s' for k, v in took.items() if k != 'rows')}"
+        f"{n} {', '.join(f'{k} {v} s' for k, v in took.items() if k not in ('rows', 'megabytes'))}"
         for n, took in loads.items()
-        if len(took) > 1
+        if len(took) > 2
     )
     command = " ".join(["bench/scale.py", *sys.argv[1:]])
     md = "\n".join(
