@@ -2,7 +2,7 @@
 
 Modules run in this order (the inbox last: it loads a million rows), then any
 other bench/*.py script (bench/sweep.py runs whenever it is present) except the
-soak, which runs only when named.
+soak and the scale bench, which run only when named (`bench/run_all.py scale`).
 Each writes bench/results/latest/<module>.json and .md; its output also goes
 to <module>.log there. Extra arguments for one module go in the environment,
 e.g. BENCH_ARGS_contention="--pauses 200".
@@ -32,8 +32,9 @@ HELPERS = {
     "soak_watch",
     "floor_app",
 }
-# Run only when named: the soak holds the machine for its --minutes (docs/benchmarks.md, "Soak").
-ON_DEMAND = {"soak"}
+# Run only when named: the soak holds the machine for its --minutes (docs/benchmarks.md, "Soak"), and the scale bench
+# fills 10 million events in a PostgreSQL of its own (docs/benchmarks.md, "Scale").
+ON_DEMAND = {"soak", "scale"}
 
 
 def modules(selected: list[str]) -> list[str]:

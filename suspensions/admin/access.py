@@ -60,7 +60,7 @@ class ApiTokenAdmin(ScopedAdmin):
     )
     list_filter = ("revoked", "scope_l1")
     search_fields = ("name", "prefix", "scope", "roles")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
     readonly_fields = (
         "name",
         "scope",

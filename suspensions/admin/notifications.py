@@ -134,7 +134,7 @@ class NotificationAdmin(ReadOnlyAdmin):
     list_display = ("recipient", "channel", "kind", "scope", "status", "attempts", "next_attempt_at", "created_at")
     list_filter = ("status", "channel", "kind", "scope_l1")
     search_fields = ("id__exact", "approval_id__exact", "run_id__exact", "recipient")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
     fields = (
         "id",
         "approval_id",

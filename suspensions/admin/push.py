@@ -30,7 +30,7 @@ class WebhookEndpointAdmin(ScopedAdmin):
     list_display = ("url", "scope", "format", "active", "disabled_reason", "created_by", "created_at")
     list_filter = ("active", "format", "scope_l1")
     search_fields = ("id__exact", "url", "description", "scope", "created_by")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
     fields = (
         "id",
         "scope",
@@ -91,7 +91,7 @@ class WebhookMessageAdmin(ReadOnlyAdmin):
     list_filter = ("status", "type", "scope_l1")
     list_select_related = ("endpoint",)
     search_fields = ("id__exact", "endpoint__id__exact", "run_id__exact", "type")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
     fields = (
         "id",
         "endpoint",
@@ -116,6 +116,6 @@ class OutboxEventAdmin(ReadOnlyAdmin):
     list_display = ("id", "type", "scope", "run_id", "created_at", "dispatched_at")
     list_filter = ("type", "scope_l1")
     search_fields = ("run_id__exact", "type")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
     shown_as = {"data": "data_json"}
     data_json = json_column("data", "Data")

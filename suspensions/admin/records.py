@@ -33,7 +33,7 @@ class RunAdmin(ReadOnlyAdmin):
     list_display = ("id", "agent_id", "scope", "state", "revision", "last_reason", "updated_at")
     list_filter = ("state", "last_reason", "scope_l1")
     search_fields = ("id__exact", "agent_id", "session_id", "scope")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
     change_form_template = "admin/suspensions/run/change_form.html"
 
     def render_change_form(
@@ -56,7 +56,7 @@ class SuspensionAdmin(ReadOnlyAdmin):
     list_display = ("id", "run_id", "scope", "reason", "expires_at", "created_at")
     list_filter = ("reason", "scope_l1")
     search_fields = ("id__exact", "run__id__exact", "tool_names", "reply_with", "scope")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
     shown_as = {"tool_names": "tool_name_list", "pending": "pending_json", "continuation": "continuation_json"}
     pending_json = json_column("pending", "Pending calls")
     continuation_json = json_column("continuation", "Continuation")
@@ -75,7 +75,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
     list_display = ("suspension_id", "agent_id", "scope", "status", "decided_by", "created_at", "resolved_at")
     list_filter = ("status", "scope_l1")
     search_fields = ("suspension_id__exact", "run_id__exact", "agent_id", "requested_by", "decided_by", "note")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
     # What was asked and how it was decided: the pause itself is gone after a deny or a start.
     fields = (
         "suspension_id",
@@ -108,7 +108,7 @@ class ApprovalVoteAdmin(ReadOnlyAdmin):
     list_display = ("suspension_id", "voter", "scope", "cast_at")
     list_filter = ("scope_l1",)
     search_fields = ("suspension_id__exact", "run_id__exact", "voter", "note")
-    date_hierarchy = "cast_at"
+    date_column = "cast_at"
     shown_as = {"calls": "calls_json"}
     calls_json = json_column("calls", "Calls approved")
 
@@ -118,7 +118,7 @@ class AdmissionAdmin(ReadOnlyAdmin):
     list_display = ("id", "run_id", "scope", "source", "state", "actor", "claimed_revision", "admitted_at")
     list_filter = ("state", "source", "scope_l1")
     search_fields = ("id__exact", "run_id__exact", "suspension_id__exact", "request_digest", "actor")
-    date_hierarchy = "admitted_at"
+    date_column = "admitted_at"
     shown_as = {"input": "input_json"}
     input_json = json_column("input", "Input (indented here; the digest covers the bytes as sent)")
 
@@ -128,7 +128,7 @@ class StartAdmin(ReadOnlyAdmin):
     list_display = ("id", "run_id", "scope", "run_revision", "actor", "started_at")
     list_filter = ("scope_l1",)
     search_fields = ("id__exact", "run_id__exact", "admission_id__exact", "digest", "request_digest", "actor")
-    date_hierarchy = "started_at"
+    date_column = "started_at"
 
 
 @admin.register(ExpiryReceipt)
@@ -136,7 +136,7 @@ class ExpiryReceiptAdmin(ReadOnlyAdmin):
     list_display = ("id", "run_id", "suspension_id", "scope", "run_revision", "expired_at")
     list_filter = ("scope_l1",)
     search_fields = ("run_id__exact", "suspension_id__exact", "digest", "request_digest")
-    date_hierarchy = "expired_at"
+    date_column = "expired_at"
 
 
 @admin.register(ClosureReceipt)
@@ -144,7 +144,7 @@ class ClosureReceiptAdmin(ReadOnlyAdmin):
     list_display = ("id", "run_id", "suspension_id", "scope", "actor", "run_revision", "closed_at")
     list_filter = ("scope_l1",)
     search_fields = ("run_id__exact", "suspension_id__exact", "digest", "request_digest", "actor")
-    date_hierarchy = "closed_at"
+    date_column = "closed_at"
     shown_as = {"request": "request_json"}
     request_json = json_column("request", "Request (indented here; the digest covers the bytes as sent)")
 
@@ -158,7 +158,7 @@ class EarlyResultAdmin(ReadOnlyAdmin):
     list_display = ("id", "run_id", "call_id", "scope", "suspension_id", "created_at", "expires_at")
     list_filter = ("scope_l1",)
     search_fields = ("run_id__exact", "call_id", "digest", "suspension_id__exact")
-    date_hierarchy = "created_at"
+    date_column = "created_at"
 
 
 @admin.register(Event)
@@ -166,7 +166,7 @@ class EventAdmin(ReadOnlyAdmin):
     list_display = ("id", "run_id", "scope", "kind", "actor", "revision", "at")
     list_filter = ("kind", "scope_l1")
     search_fields = ("run_id__exact", "actor", "kind")
-    date_hierarchy = "at"
+    date_column = "at"
     shown_as = {"data": "data_json"}
     data_json = json_column("data", "Data")
 
@@ -177,4 +177,4 @@ class FlowWaitAdmin(ReadOnlyAdmin):
     list_display = ("id", "scope", "pack", "flow", "store_key", "run_id", "live", "created_at")
     list_filter = ("live", "scope_l1")
     search_fields = ("store_key", "correlation_id", "run_id__exact", "suspension_id__exact")
-    date_hierarchy = "created_at"
+    date_column = "created_at"

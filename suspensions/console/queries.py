@@ -8,11 +8,13 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.core.exceptions import EmptyResultSet
+from django.db import connection
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncHour
 
 from .. import selectors, timefmt
-from ..models import Admission, AdmissionState, Approval, Reason, Run, RunState, Start
+from ..models import Admission, AdmissionState, Approval, Reason, Run, RunState, Start, Suspension
 from ..principals import Principal
 from . import chart, present
 
@@ -26,9 +28,46 @@ def visible_approvals(principal: Principal) -> QuerySet[Approval]:
     return selectors.approval_records(principal)
 
 
+# The dashboard counts each number up to this many and shows "1,000+" past it (docs/performance.md, "At scale"): each
+# count reads at most COUNT_CAP + 1 entries of an index leading with what it counts, so the page costs the same at a
+# million runs as at a thousand (docs/deploy.md, "Capacity").
+COUNT_CAP = 1_000
+
+
+def capped_counts(querysets: dict[str, QuerySet[Any]]) -> dict[str, int]:
+    """Each queryset's row count, at most COUNT_CAP + 1, all in one statement (one round trip).
+
+    `SELECT (SELECT count(*) FROM (<q1> LIMIT cap+1) AS c), (...)`: each counted row only its primary key.
+    """
+    if not querysets:
+        return {}
+    cap = COUNT_CAP
+    parts: list[str] = []
+    params: list[Any] = []
+    for qs in querysets.values():
+        try:
+            sql, p = qs.order_by().values("pk")[: cap + 1].query.sql_with_params()
+        except EmptyResultSet:  # a filter that matches nothing (a user without memberships): no row to count
+            parts.append("0")
+            continue
+        parts.append(f"(SELECT count(*) FROM ({sql}) AS c)")
+        params.extend(p)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts), params)
+        row = cursor.fetchone()
+    return dict(zip(querysets, row, strict=True))
+
+
+def shown(n: int) -> dict[str, Any]:
+    """A count as the page shows it: exact up to COUNT_CAP, "1,000+" past it."""
+    return {"n": f"{COUNT_CAP:,}+" if n > COUNT_CAP else n, "capped": n > COUNT_CAP}
+
+
 def state_counts(principal: Principal) -> list[dict[str, Any]]:
-    found = dict(selectors.runs(principal).order_by().values_list("state").annotate(n=Count("pk")))
-    return [{"state": s, "n": found.get(s, 0)} for s in RunState.values]
+    """Runs by state, each counted along run_state_updated (the state leads it) up to COUNT_CAP."""
+    runs = selectors.runs(principal)
+    found = capped_counts({s: runs.filter(state=s) for s in RunState.values})
+    return [{"state": s, **shown(found[s])} for s in RunState.values]
 
 
 # What a live pause waits for, in the dashboard's order: (key, label, what the number counts).
@@ -52,13 +91,32 @@ def waiting_for(reason: str, run_state: str) -> str:
 
 
 def pause_counts(principal: Principal) -> list[dict[str, Any]]:
-    """Every live pause counted once, by what it waits for (WAITING's order)."""
-    live = selectors.suspensions(principal).order_by().values_list("reason", "run__state").annotate(n=Count("pk"))
-    found: dict[str, int] = {}
-    for reason, state, n in live:
-        key = waiting_for(reason, state)
-        found[key] = found.get(key, 0) + n
-    return [{"key": k, "label": label, "counts": counts, "n": found.get(k, 0)} for k, label, counts in WAITING]
+    """Every live pause counted once, by what it waits for (WAITING's order), each number up to COUNT_CAP.
+
+    The live pauses of each reason are counted along the pause's inbox index (the reason leads it); the claimed
+    ones (approved or resumed, waiting for the engine) are those with an admission still `admitted`, read along
+    admission_work (the state leads it) with their pause's reason: the engine's queue, not the history. What waits
+    for someone is what is live less what is claimed.
+    """
+    pauses = selectors.suspensions(principal)
+    queue = selectors.admissions(principal).filter(state=AdmissionState.ADMITTED)
+    found = capped_counts(
+        {
+            **{f"live {r}": pauses.filter(reason=r) for r in OPEN},
+            **{
+                f"claimed {r}": queue.filter(suspension_id__in=Suspension.objects.filter(reason=r).values("pk"))
+                for r in OPEN
+            },
+        }
+    )
+    live, claimed = ({r: found[f"{kind} {r}"] for r in OPEN} for kind in ("live", "claimed"))
+    tool_or_reply = claimed[Reason.EXTERNAL_TOOL] + claimed[Reason.AGENT_REPLY]
+    waiting = {
+        **{OPEN[r]: max(live[r] - claimed[r], 0) if live[r] <= COUNT_CAP else live[r] for r in OPEN},
+        "approved": claimed[Reason.APPROVAL],
+        "resumed": min(tool_or_reply, COUNT_CAP + 1),
+    }
+    return [{"key": k, "label": label, "counts": counts, **shown(waiting[k])} for k, label, counts in WAITING]
 
 
 def expiring_soon(principal: Principal, now: datetime, limit: int = 8) -> list[dict[str, Any]]:

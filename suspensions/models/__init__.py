@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from ..ids import uuid7
 from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
-from .base import TERMINAL_STATES, Reason, Role, RunState, Scoped, level_indexes
+from .base import SCOPE_LEVELS, TERMINAL_STATES, Reason, Role, RunState, Scoped, level_indexes
 from .floors import ApprovalFloor
 from .idempotency import IdempotencyKey
 from .notifications import Notification, NotificationChannel, NotificationKind, NotificationRoute
@@ -87,7 +87,9 @@ class Run(Scoped):
             models.CheckConstraint(condition=Q(state__in=RunState.values), name="run_state_valid"),
         ]
         indexes = [
-            *Scoped.Meta.indexes,
+            # A scope's runs newest first (the console's and the admin's run lists): each level with the id, so a
+            # page of one tenant is read from its own entries (docs/performance.md, "At scale").
+            *[models.Index(fields=[level, "id"], name=f"run_{level}_id") for level in SCOPE_LEVELS],
             models.Index(fields=["state", "updated_at"], name="run_state_updated"),
             models.Index(fields=["agent_id"], name="run_agent"),
             # `?tag=` on runs: tags @> ARRAY[...].
@@ -271,7 +273,10 @@ class Event(Scoped):
 
     class Meta(Scoped.Meta):
         indexes = [
-            *Scoped.Meta.indexes,
+            # A scope's events in id order (the audit export's pages, a scoped admin list): each level with the id, so
+            # a page of one tenant is read from its own index entries, not by walking every tenant's events in id
+            # order (docs/performance.md, "At scale").
+            *[models.Index(fields=[level, "id"], name=f"event_{level}_id") for level in SCOPE_LEVELS],
             models.Index(fields=["run_id", "id"], name="event_timeline"),
             # The checkpoint's "runs with events since" (services/audit.py): `at` grows with the table's
             # physical order, so a BRIN index serves the range at almost no cost to each INSERT.
