@@ -98,7 +98,8 @@ def items_of(body: Any) -> list[Item]:
         serializer = s.DecideMany(data=body)
         if not serializer.is_valid():
             raise refused(paths(serializer.errors))
-        items = [(d["approval_id"], {k: v for k, v in d.items() if k != "approval_id"}) for d in serializer.validated_data["items"]]
+        valid = serializer.validated_data["items"]
+        items = [(d["approval_id"], {k: v for k, v in d.items() if k != "approval_id"}) for d in valid]
     errors: dict[str, list[str]] = {}
     seen: dict[uuid.UUID, int] = {}
     for i, (approval_id, data) in enumerate(items):
@@ -135,4 +136,3 @@ class DecideMany(APIView):
         items = items_of(request.data)
         principal = principal_of(request)
         return Response({"results": [decided(principal, pk, data) for pk, data in items]})
-

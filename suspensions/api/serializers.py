@@ -359,7 +359,7 @@ MAX_DECISIONS = 100
 class DecideItem(Decide):
     """One item of a list of decisions: a single decide's body plus the id of the approval it decides."""
 
-    approval_id = serializers.UUIDField(help_text="The approval's `suspension_id`: the `{suspension_id}` of its decide.")
+    approval_id = serializers.UUIDField(help_text="The approval's `suspension_id`, as in its single decide's path.")
 
 
 class DecideMany(Strict):

@@ -50,7 +50,7 @@ def results(response):
 def test_each_item_is_decided_in_order_and_answers_what_its_single_decide_answers(engine, alice):
     first, second, third = approval(engine), approval(engine), approval(engine)
     out = results(bulk(alice, item(first), item(second, "deny", reason="not today"), item(third, reason="fine")))
-    assert [(r["approval_id"], r["status"]) for r in out] == [(first["id"], 201), (second["id"], 201), (third["id"], 201)]
+    assert [(r["approval_id"], r["status"]) for r in out] == [(x["id"], 201) for x in (first, second, third)]
     assert out[0]["body"]["admission"]["source"] == "approval" and out[0]["body"]["fresh"] is True
     assert out[1]["body"] == {
         "decision": "deny",
