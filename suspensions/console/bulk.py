@@ -78,4 +78,3 @@ def one(
 def tool_names(record: Approval) -> str:
     names = [str(c.get("name", "")) for c in present.pending_calls(record.pending)]
     return ", ".join(names[:3]) + (f" + {len(names) - 3} more" if len(names) > 3 else "")
-

@@ -26,7 +26,8 @@ def form(*pauses, decision="approve", reason="", **extra):
 def results_of(html):
     """(approval id, Decided|Refused, text) of each listed result, in order."""
     found = re.findall(
-        r'data-result="([^"]+)">\s*<span class="badge [^"]+">(\w+)</span>.*?<div class="bulk-result-text">([^<]*)</div>',
+        r'data-result="([^"]+)">\s*<span class="badge [^"]+">(\w+)</span>'
+        r'.*?<div class="bulk-result-text">([^<]*)</div>',
         html,
         re.S,
     )
@@ -100,7 +101,8 @@ def test_a_stale_row_is_refused_with_why_and_the_others_go_through(engine, as_al
 def test_an_approval_outside_the_users_scopes_is_refused_as_not_found(engine, as_alice, token):
     elsewhere = approval(client(token("globex", ["engine"], "globex-engine")))
     html = as_alice.post(BULK, form(elsewhere), follow=True).content.decode()
-    assert results_of(html) == [(elsewhere["id"], "Refused", "This approval no longer exists or is outside your scopes.")]
+    gone = "This approval no longer exists or is outside your scopes."
+    assert results_of(html) == [(elsewhere["id"], "Refused", gone)]
     assert Approval.objects.get(pk=elsewhere["id"]).status == "pending"
 
 
