@@ -60,8 +60,8 @@ class DecisionForm(forms.Form):
         )
 
 
-# At most as many approvals in one form as the API takes in one list (docs/api.md, "`POST /approvals/decide`: a list
-# of decisions").
+# At most as many approvals in one form as the API takes in one list:
+# (docs/api.md, "`POST /approvals/decide`: a list of decisions").
 MAX_SELECTED = 100
 
 
