@@ -60,7 +60,9 @@ def one_by_one(approver: common.Client, versions: list[dict[str, Any]]) -> None:
         assert status == 201, body[:300]
 
 
-def phase(server: common.Gunicorn, approver: common.Client, kind: str, versions: list[dict[str, Any]]) -> dict[str, Any]:
+def phase(
+    server: common.Gunicorn, approver: common.Client, kind: str, versions: list[dict[str, Any]]
+) -> dict[str, Any]:
     before = server.cpu_seconds()
     t0 = time.perf_counter()
     (as_list if kind == "list" else one_by_one)(approver, versions)

@@ -44,7 +44,8 @@ def decide_many(request: HttpRequest) -> HttpResponse:
     form = BulkDecisionForm(request.POST)
     if not form.is_valid():
         request.session[KEPT] = {"ids": request.POST.getlist("approval")[:200], "reason": form.data.get("reason", "")}
-        messages.error(request, f"{' '.join(e for errs in form.errors.values() for e in errs)} Nothing was decided.")
+        said = " ".join(str(e) for errs in form.errors.values() for e in errs)
+        messages.error(request, f"{said} Nothing was decided.")
         return redirect(inbox)
     principal = principal_of(request)
     versions = form.versions()
