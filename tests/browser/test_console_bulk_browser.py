@@ -96,7 +96,11 @@ def test_an_approver_approves_several_with_checkboxes_and_sees_each_result(
     assert denied.status_code == 201
     no_overflow(page)
     shoot(page, f"bulk-selected-{suffix}")
-    page.click("#bulk-approve")
+    # `a` only moves to the button; Enter on it decides.
+    page.keyboard.press("a")
+    assert focused(page) == ["BUTTON", "bulk-approve"]
+    assert page.locator("#bulk-count").inner_text() == "3 selected. Press Enter to approve them."
+    page.keyboard.press("Enter")
     page.wait_for_selector("#bulk-results")
     texts = page.locator("#bulk-results .bulk-result-text").all_inner_texts()
     assert len(texts) == 3
