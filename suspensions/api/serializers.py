@@ -352,6 +352,25 @@ class Decide(Strict):
         return attrs
 
 
+# A list of decisions takes at most this many items (docs/api.md, "`POST /approvals/decide`: a list of decisions").
+MAX_DECISIONS = 100
+
+
+class DecideItem(Decide):
+    """One item of a list of decisions: a single decide's body plus the id of the approval it decides."""
+
+    approval_id = serializers.UUIDField(help_text="The approval's `suspension_id`, as in its single decide's path.")
+
+
+class DecideMany(Strict):
+    items = serializers.ListField(
+        child=DecideItem(),
+        min_length=1,
+        max_length=MAX_DECISIONS,
+        help_text="1 to 100 decisions, each decided on its own, in this order; each approval at most once.",
+    )
+
+
 # -- webhooks (docs/api.md, "7.8 Webhooks") ---------------------------------------------------
 
 

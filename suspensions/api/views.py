@@ -37,12 +37,17 @@ Row = TypeVar("Row", bound=Model)
 
 def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
     """The body's validated data: a hot body's flat check first (api.bodies), else its serializer."""
+    return validated_data(serializer_class, request.data)
+
+
+def validated_data(serializer_class: type[serializers.Serializer], body: Any) -> dict[str, Any]:
+    """`validated` of a parsed body: a list of decisions validates each item as a single decide's body."""
     check = bodies.CHECKS.get(serializer_class)
     if check is not None:
-        data = bodies.plainly(check, request.data)
+        data = bodies.plainly(check, body)
         if data is not None:
             return data
-    serializer = serializer_class(data=request.data)
+    serializer = serializer_class(data=body)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data  # type: ignore[return-value]
 
@@ -219,22 +224,28 @@ class Decide(APIView):
         **docs.operation("decide_approval", request=s.Decide, ok={200: REPLAYED, 201: DECISION, 202: shapes.VotedOut})
     )
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Decide, request)
-        decision = services.decide(
-            principal=principal_of(request),
-            suspension_id=pk,
-            version=version_of(data),
-            decision=data["decision"],
-            reason=data.get("reason", ""),
-            response=data.get("response", ""),
-            calls=data.get("calls"),
-        )
-        if isinstance(decision, services.Denied):
-            return created(presenters.denied_body(decision), decision.fresh)
-        if isinstance(decision, services.Voted):
-            # Short of the quorum: accepted, the run still waits; the same vote again is a replay (200).
-            return Response(presenters.voted_body(decision), status=202 if decision.fresh else 200)
-        return created(presenters.claimed_body(decision), decision.fresh)
+        status, body = decide(principal_of(request), pk, validated(s.Decide, request))
+        return Response(body, status=status)
+
+
+def decide(principal: Principal, pk: UUID, data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """A single decide's status and body, for the approval `pk` and a validated body (serializers.Decide);
+    a list of decisions (api/decisions.py) calls it for each item. Refusals are raised."""
+    decision = services.decide(
+        principal=principal,
+        suspension_id=pk,
+        version=version_of(data),
+        decision=data["decision"],
+        reason=data.get("reason", ""),
+        response=data.get("response", ""),
+        calls=data.get("calls"),
+    )
+    if isinstance(decision, services.Denied):
+        return (201 if decision.fresh else 200), presenters.denied_body(decision)
+    if isinstance(decision, services.Voted):
+        # Short of the quorum: accepted, the run still waits; the same vote again is a replay (200).
+        return (202 if decision.fresh else 200), presenters.voted_body(decision)
+    return (201 if decision.fresh else 200), presenters.claimed_body(decision)
 
 
 # -- admissions and starts --------------------------------------------------------

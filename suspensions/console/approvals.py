@@ -83,9 +83,14 @@ def inbox(request: HttpRequest) -> HttpResponse:
         paged = bool(request.GET.get("after"))
         # One page and no cursor: the rows are the count; otherwise one capped COUNT.
         count = len(rows) if not (more or paged) else filterset.qs.order_by()[: COUNT_CAP + 1].count()
+    results, kept = bulk_results(request)
     context = {
         "nav": "inbox",
-        "rows": [present.inbox_row(s, now) for s in rows],
+        "rows": [decidable(principal, s, present.inbox_row(s, now)) for s in rows],
+        "bulk_results": results,
+        "bulk_done": sum(1 for r in results if r.get("ok")),
+        "kept_ids": set(kept.get("ids", [])),
+        "kept_reason": str(kept.get("reason", ""))[:MAX_TEXT],
         "count": min(count, COUNT_CAP),
         "count_capped": count > COUNT_CAP,
         "next_link": paging.link(request.GET, f"{rows[-1].deadline.isoformat()}~{rows[-1].id}") if more else "",
@@ -100,6 +105,20 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "scopes": principal.scopes_with(Role.APPROVER, Role.AUDITOR),
     }
     return render(request, "console/inbox.html", context)
+
+
+def decidable(principal: Principal, susp: Any, row: dict[str, Any]) -> dict[str, Any]:
+    """A row this user may select to decide with others: an approver of its scope, not a flow wait's."""
+    row["decidable"] = principal.can(Role.APPROVER, susp.scope) and not susp.correlation_id
+    return row
+
+
+def bulk_results(request: HttpRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """What the inbox shows once after deciding several (console/bulk.py): each one's result, or a refused form's
+    selection and reason."""
+    results = request.session.pop("console.bulk_results", None)
+    kept = request.session.pop("console.bulk_kept", None)
+    return (results if isinstance(results, list) else []), (kept if isinstance(kept, dict) else {})
 
 
 @require_GET

@@ -1,6 +1,7 @@
 """Console forms. The decision form carries the claim version the page was rendered with."""
 
 from typing import Any
+from uuid import UUID
 
 from django import forms
 
@@ -57,3 +58,41 @@ class DecisionForm(forms.Form):
         return services.Version(
             run_id=data["run_id"], suspension_id=data["suspension_id"], run_revision=data["run_revision"]
         )
+
+
+# At most as many approvals in one form as the API takes in one list:
+# (docs/api.md, "`POST /approvals/decide`: a list of decisions").
+MAX_SELECTED = 100
+
+
+class BulkDecisionForm(forms.Form):
+    """Approve, or deny with one reason, the inbox rows selected (`approval`, repeated), each with the version its
+    row showed (`version-<id>`: "<run id>:<run revision>")."""
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("deny", "Deny")])
+    reason = forms.CharField(required=False, max_length=MAX_TEXT, strip=True)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("decision") == "deny" and not data.get("reason"):
+            self.add_error("reason", "A denial needs a reason.")
+        ids = self.data.getlist("approval") if hasattr(self.data, "getlist") else []
+        if not ids:
+            raise forms.ValidationError("Select at least one approval.")
+        if len(ids) > MAX_SELECTED:
+            raise forms.ValidationError(f"Select at most {MAX_SELECTED} approvals at once.")
+        try:
+            data["versions"] = [self.version_of(UUID(pk)) for pk in dict.fromkeys(ids)]
+        except (ValueError, TypeError):
+            raise forms.ValidationError("The inbox page was out of date; reload it and select again.") from None
+        return data
+
+    def version_of(self, pk: UUID) -> tuple[UUID, services.Version]:
+        run_id, _, revision = str(self.data.get(f"version-{pk}", "")).partition(":")
+        run_revision = int(revision)
+        if not 1 <= run_revision < 2**63:
+            raise ValueError(revision)
+        return pk, services.Version(run_id=UUID(run_id), suspension_id=pk, run_revision=run_revision)
+
+    def versions(self) -> list[tuple[UUID, services.Version]]:
+        return self.cleaned_data["versions"]  # type: ignore[no-any-return]

@@ -81,6 +81,8 @@ def inbox_row(s: Suspension, now: datetime) -> dict[str, Any]:
     return {
         "id": str(s.id),
         "run_id": str(s.run_id),
+        # The version this row shows, for deciding several at once from the inbox (console/bulk.py).
+        "run_revision": s.run.revision,
         "agent_id": s.run.agent_id,
         "scope": s.scope,
         "calls": [

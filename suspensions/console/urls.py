@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import act, approvals, closures, floors, routes, signin, views, webhooks
+from . import act, approvals, bulk, closures, floors, routes, signin, views, webhooks
 
 app_name = "console"
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("login/", signin.ConsoleLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("approvals/", approvals.inbox, name="inbox"),
+    path("approvals/decide", bulk.decide_many, name="decide_many"),
     path("approvals/<uuid:pk>/", approvals.approval, name="approval"),
     path("approvals/<uuid:pk>/decide", approvals.decide, name="decide"),
     path("act/", act.resume, name="act_resume"),

@@ -233,6 +233,19 @@ BAD_VALUES = {
         "run_revision",
         lambda ids: {"version": {**nowhere_version(ids), "run_revision": HUGE}, "decision": "approve"},
     ),
+    "a list's decision run_revision": (
+        "POST /api/v1/approvals/decide",
+        "items[0].version.run_revision",
+        lambda ids: {
+            "items": [
+                {
+                    "approval_id": nowhere_version(ids)["suspension_id"],
+                    "version": {**nowhere_version(ids), "run_revision": HUGE},
+                    "decision": "approve",
+                }
+            ]
+        },
+    ),
     "closure run_revision": (
         "POST /api/v1/runs/{id}/closures",
         "run_revision",

@@ -361,6 +361,7 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "list_approvals": lambda w: w.paused(v.SUSPEND_APPROVAL),
     "get_approval": lambda w: w.paused(v.SUSPEND_APPROVAL),
     "decide_approval": lambda w: w.paused(v.SUSPEND_APPROVAL),
+    "decide_approvals": lambda w: w.paused(v.SUSPEND_APPROVAL),
     ("decide_approval", "ApproveWithEdits"): lambda w: w.paused({**v.SUSPEND_APPROVAL, "pending": [v.EDITABLE_CALL]}),
     "admit_agent_reply": lambda w: w.paused(v.SUSPEND_REPLY),
     "list_agent_reply_runs": lambda w: w.paused(v.SUSPEND_REPLY),

@@ -26,6 +26,7 @@ METHODS = {
     "approvals": ["list_approvals"],
     "approval": ["get_approval"],
     "approval-decide": ["decide"],
+    "approvals-decide": ["decide_many"],
     "admissions": ["admitted_work"],
     "admission-start": ["start"],
     "agent-reply-runs": ["agent_reply_runs"],

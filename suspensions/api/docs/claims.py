@@ -45,6 +45,18 @@ OPERATIONS = {
             422: ("arguments_invalid",),
         },
     ),
+    "decide_approvals": Doc(
+        tag="approvals",
+        role="approver",
+        summary="Decide a list of approvals (T4, T6)",
+        description="`items`: 1 to 100 decisions, each a single decide's body plus its `approval_id`, each "
+        "approval at most once. Each item is decided on its own, in order, exactly as "
+        "`POST /approvals/{approval_id}/decide` would decide it (its own claim and transaction); the answer "
+        "lists each item's `status` and `body` as that call would have answered, a refusal's problem "
+        "included. The same list again replays what was done (200, `fresh: false`). A malformed list is one "
+        "400 whose `errors` name each fault's path (`items[3].decision`), and decides nothing.",
+        errors={400: ("invalid_request",), 413: ("request_too_large",)},
+    ),
     "admit_agent_reply": Doc(
         tag="agent replies",
         role="bus",
@@ -145,6 +157,8 @@ DECIDE_POLICY_EXAMPLES: list[OpenApiExample] = [
     ),
 ]
 
+# A second approval of a list's answer, decided by someone else first.
+OTHER_APPROVAL = "01a22e4f-7c1d-7e2f-8a3b-4c5d6e7f8a90"
 APPROVED = v.claimed(v.admission("approval", actor=v.APPROVER))
 DENIED = {
     "decision": "deny",
@@ -196,6 +210,32 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
         answer("approved", APPROVED, 201),
         answer("denied", DENIED, 201, summary="denied (the same 201 status, another shape)"),
     ],
+    "decide_approvals": [
+        ex(
+            "approve one",
+            {"items": [{"approval_id": v.SUSPENSION_ID, "version": v.version(), "decision": "approve"}]},
+            description="Add an item per approval; a denial carries its `reason`, as in a single decide.",
+        ),
+        answer(
+            "one decided, one refused",
+            {
+                "results": [
+                    {"approval_id": v.SUSPENSION_ID, "status": 201, "body": APPROVED},
+                    {
+                        "approval_id": OTHER_APPROVAL,
+                        "status": 409,
+                        "body": v.problem(
+                            409,
+                            "not_suspended",
+                            "The run is not paused on that suspension",
+                            f"pause {OTHER_APPROVAL} was already decided",
+                        ),
+                    },
+                ]
+            },
+            200,
+        ),
+    ],
     "admit_agent_reply": [
         ex("a reply", {"version": v.version(), "input": '{"answer": 12}', "reply_with": "q-7f3a"}),
         answer("admitted", v.claimed(v.admission("agent_reply", actor=v.BUS)), 201),
@@ -228,6 +268,18 @@ REFUSALS: dict[str, list[OpenApiExample]] = {
                 "Invalid request",
                 "The request has invalid fields.",
                 errors={"reason": ["A denial needs a reason."]},
+            ),
+        ),
+    ],
+    "decide_approvals": [
+        refusal(
+            "a malformed item",
+            v.problem(
+                400,
+                "invalid_request",
+                "Invalid request",
+                'items[1].decision: "maybe" is not a valid choice. Nothing was decided.',
+                errors={"items[1].decision": ['"maybe" is not a valid choice.']},
             ),
         ),
     ],

@@ -14,7 +14,7 @@ with Client("http://127.0.0.1:8000", token) as client:
 from . import errors
 from ._transport import Retry, RetryNotice
 from .aio import AsyncClient
-from .claims import Admission, Claimed, Denial, EarlyResult, LatestAdmission, StartReceipt, Vote
+from .claims import Admission, Claimed, DecisionResult, Denial, EarlyResult, LatestAdmission, StartReceipt, Vote
 from .client import Client
 from .errors import (
     AdmissionConflict,
@@ -95,6 +95,7 @@ __all__ = [
     "ConnectionLost",
     "DeletedSince",
     "DeliveryAttempt",
+    "DecisionResult",
     "Denial",
     "EarlyResult",
     "Event",

@@ -13,8 +13,15 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 from urllib.parse import urlsplit
 
 from ._transport import API_PREFIX, Call, Flow, ask, keyed, segment
-from .claims import Admission, Claimed, Denial, EarlyResult, LatestAdmission, Vote
-from .errors import AlreadySuspended, ResumeAlreadyStarted, StartUncertain, SuspensionsError, VersionConflict
+from .claims import Admission, Claimed, DecisionResult, Denial, EarlyResult, LatestAdmission, Vote
+from .errors import (
+    AlreadySuspended,
+    ResumeAlreadyStarted,
+    StartUncertain,
+    SuspensionsError,
+    VersionConflict,
+    error_from,
+)
 from .models import JSON, Event, Page, Run, Suspension, SuspensionSummary, Version
 
 T = TypeVar("T")
@@ -403,6 +410,38 @@ def decide(
         calls=[dict(call) for call in calls] if calls is not None else None,
     )
     return Call("POST", f"/approvals/{segment(suspension_id)}/decide", decision_of, body)
+
+
+def decide_many(items: Sequence[Mapping[str, Any]]) -> Call[list[DecisionResult]]:
+    """Up to 100 decisions in one request, each decided as `decide` would decide it, in order.
+
+    Each item is a `decide` body plus its `approval_id`: `{"approval_id", "version", "decision", "reason"?,
+    "response"?, "calls"?}` (a `version` may be a pause or a `Version`). Returns one `DecisionResult` per
+    item; a refused item carries its error instead of raising it. A malformed list raises `InvalidRequest`
+    and decides nothing; the same list again replays what was done.
+    """
+    body = [{**item, "version": version_json(item["version"])} for item in items]
+    return Call("POST", "/approvals/decide", decision_results, {"items": body})
+
+
+def version_json(version: VersionRef | Mapping[str, Any]) -> Any:
+    return dict(version) if isinstance(version, Mapping) else version_of(version).as_json()
+
+
+def decision_results(data: Any, status: int) -> list[DecisionResult]:
+    results = []
+    for r in data["results"]:
+        ok = 200 <= r["status"] < 300
+        results.append(
+            DecisionResult(
+                approval_id=r["approval_id"],
+                status=r["status"],
+                decision=decision_of(r["body"], r["status"]) if ok else None,
+                error=None if ok else error_from(r["status"], r["body"]),
+                raw=r,
+            )
+        )
+    return results
 
 
 def decision_of(data: Any, status: int) -> Claimed | Denial | Vote:

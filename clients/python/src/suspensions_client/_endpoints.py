@@ -70,6 +70,7 @@ class Endpoints:
     list_approvals = Op(calls.list_approvals)
     get_approval = Op(more.get_approval)
     decide = Op(calls.decide)
+    decide_many = Op(calls.decide_many)
     # receipts, closures, flow waits, discovery
     get_expiry = Op(more.get_expiry)
     # the audit trail

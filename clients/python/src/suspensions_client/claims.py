@@ -54,6 +54,21 @@ class Denial:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DecisionResult:
+    """One item of a list of decisions (`decide_many`): what its single decide answered.
+
+    `decision` is the `Claimed`, `Denial` or `Vote` of a decision that went through
+    (or replayed); `error` the refusal (a `SuspensionsError`, not raised) of one that did not.
+    """
+
+    approval_id: str
+    status: int
+    decision: Claimed | Denial | Vote | None = None
+    error: Exception | None = None
+    raw: JSON = raw_field()
+
+
+@dataclass(frozen=True, kw_only=True)
 class Vote:
     """The answer 202 to an approve short of the pause's quorum: recorded, the run still paused, nothing admitted.
 
