@@ -3,25 +3,61 @@
 
 The sequence, in this order, for every door (one-shot resume, approve and
 its votes, respond, deny, agent reply, dispatch, start, suspend, complete,
-fail, cancel, closure):
+fail, cancel, closure, keeping an early result):
 
 1. lock the run, its live pause and the clock (`claims.lock_run`);
 2. check the actor (`door.admits`): the role in the run's scope and, for a
    claiming door, the reason it may answer (docs/api.md, "3. Who may do what");
 3. current or replay (`door.earlier`): a request for what the run is now
-   goes on (None); the same request as an earlier one gets that one's answer
-   again (a replay); anything else is refused (409, 410);
-4. the door's own refusals (`door.check`): deadline, duties, bounds;
-5. the writes (`door.write`): the fenced move (`claims.advance`), the rows,
-   the events and their outbox rows (`claims.write_events`).
+   goes on with what step 3 found (a claim: the live pause); the same
+   request as an earlier one gets that one's answer again (`Replay`);
+   anything else is refused (409, 410);
+4. the door's own refusals (`door.check(t, current)`): deadline, duties,
+   bounds; it returns what the writes need;
+5. the writes (`door.write(t, found)`): the fenced move (`claims.advance`),
+   the rows, the events and their outbox rows (`claims.write_events`).
 
 Every refusal is raised before the first write, so a refused request leaves
-no trace. A door is a small object holding its request; its methods are the
-steps. The sweep (T9) is the one batch form of the same sequence:
+no trace. The sweep (T9) is the one batch form of the same sequence:
 services/sweep.py locks runs `SKIP LOCKED`, re-reads them, keeps the rows
 still current, and writes each batch set-based. A register (T1) has no run
-to lock: runs.register_run inserts it. The one door run inside another's
-write is the one-shot resume that early results complete (`continued`).
+to lock: runs.register_run inserts it.
+
+How a door is written. A door is a frozen dataclass holding only its
+request, with a `role` and the three steps; a step's parameters are all it
+needs, and what it finds it returns (never a field, never `t`: `Locked` is
+frozen too):
+
+    @dataclass(frozen=True)
+    class Extend(Door[Suspension, datetime, Run]):  # step 3 finds the pause; step 4 the new deadline
+        version: Version
+        seconds: int
+        role = Role.ENGINE
+
+        def earlier(self, t: Locked) -> Replay[Run] | Suspension:
+            live = current_pause(t, self.version)
+            if live is None:
+                raise VersionConflict(...)  # or return Replay(answer) for the identical request again
+            return live
+
+        def check(self, t: Locked, live: Suspension) -> datetime:
+            check_deadline(live, t.now)
+            return live.expires_at + timedelta(seconds=self.seconds)  # refuse past a bound here
+
+        def write(self, t: Locked, expires_at: datetime) -> Run:
+            ...  # t.writes.update(...), claims.advance(t, ...), write_events(t.writes, event(...))
+            return t.run
+
+    def extend(*, principal, version, seconds) -> Run:
+        return through(Extend(version, seconds), principal=principal, run_id=version.run_id)
+
+A claiming door (it admits the pause its version names, with an input)
+subclasses `AdmissionDoor`, whose step 3 is the replay by request digest,
+and writes only `check` (the deadline first) and `write`. One claim may
+follow from another in the same transaction: the one-shot resume that early
+results complete is written by the one-shot resume's own step 5
+(`resumes.write_one_shot`), called with the checks early.py made before the
+first write; no door is driven outside `through`.
 """
 
 from dataclasses import dataclass
