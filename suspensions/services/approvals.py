@@ -211,17 +211,17 @@ class Vote(Door[Open, Ballot, Claimed | Voted]):
             return Claimed(run=t.run, admission=existing, fresh=False)
         refuse_claimed(t, existing, digest)  # not this person's identical vote: the loser's 409
 
-    def check(self, t: Locked, open: Open) -> Ballot:
-        check_duties(t.principal, open.record)
-        calls = policies.final_calls(json.loads(open.live.pending), self.edits)
-        if open.votes:
-            first = json.loads(open.votes[0].calls)
+    def check(self, t: Locked, current: Open) -> Ballot:
+        check_duties(t.principal, current.record)
+        calls = policies.final_calls(json.loads(current.live.pending), self.edits)
+        if current.votes:
+            first = json.loads(current.votes[0].calls)
             if policies.calls_value(first) != policies.calls_value(calls):
                 raise VoteMismatch(
-                    "a vote must approve exactly the calls of the first vote", first_voter=open.votes[0].voter
+                    "a vote must approve exactly the calls of the first vote", first_voter=current.votes[0].voter
                 )
             calls = first  # the same values: the first vote's text is the one admitted
-        return Ballot(open.live, open.record, open.votes, calls)
+        return Ballot(current.live, current.record, current.votes, calls)
 
     def write(self, t: Locked, ballot: Ballot) -> Claimed | Voted:
         live, quorum = ballot.live, ballot.record.quorum

@@ -89,9 +89,10 @@ class Completion:
 
     def resume(self, t: Locked, live: Suspension) -> Claimed:
         """The one-shot resume of `live` with these results (its step 5, resumes.write_one_shot); marks them used
-        by it. Its checks were made before the first write: `waiting_for` (an `external_tool` pause, no flow
-        wait, before its deadline), `completion` (every call answered, in pending order), and no drift (the
-        engine sent no version)."""
+        by it. Its checks were made by the step 4 that found it, before the first write: an `external_tool`
+        pause, no flow wait, before its deadline (`KeepEarly.check` by `waiting_for`; `runs.Suspend.check` by
+        `on_pause`, for the pause it is about to store), every call answered in pending order (`completion`),
+        and no drift (the engine sent no version)."""
         version = Version(run_id=t.run.id, suspension_id=live.id, run_revision=t.run.revision)
         found = Resumable(live=live, ordered=self.results, drift={})
         claimed = write_one_shot(t, found, version=version, input_text=self.input_text)
