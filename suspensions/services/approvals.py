@@ -33,6 +33,7 @@ from ..models import (
     Approval,
     ApprovalStatus,
     ApprovalVote,
+    Event,
     Role,
     RunState,
     Suspension,
@@ -40,7 +41,17 @@ from ..models import (
 from ..models import Run as RunModel
 from ..observability import metrics
 from ..principals import Principal
-from .claiming import AdmissionDoor, Door, admit, check_reason, claimed_before, is_current, refuse_claimed, through
+from .claiming import (
+    AdmissionDoor,
+    Door,
+    Replay,
+    admit,
+    check_reason,
+    claimed_before,
+    current_pause,
+    refuse_claimed,
+    through,
+)
 from .claims import (
     Claimed,
     Locked,
@@ -129,51 +140,64 @@ def _approval_input(calls: list[dict[str, Any]], note: str, approvers: Sequence[
     return digests.canonical(body).decode()
 
 
-class DecideDoor(Door[Any]):
-    """What the approver's doors share: the approver role and the reason matrix's `decide` row."""
+@dataclass(frozen=True)
+class Open:
+    """Step 3 of a vote on an open approval: its live pause, its record, and the votes cast on it so far."""
 
-    role = Role.APPROVER
-    version: Version
-
-    def admits(self, t: Locked) -> None:
-        super().admits(t)
-        check_reason(t, self.version, "decide")
+    live: Suspension
+    record: Approval
+    votes: list[ApprovalVote]
 
 
-@dataclass
-class Vote(DecideDoor):
+@dataclass(frozen=True)
+class Ballot:
+    """What a vote's checks found: the open approval, and the calls the vote approves (the first vote's text)."""
+
+    live: Suspension
+    record: Approval
+    votes: list[ApprovalVote]
+    calls: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Vote(Door[Open, Ballot, Claimed | Voted]):
     """A vote to approve, with the approver's edits; the vote that reaches the quorum admits the run (T4).
 
     Step 3: a version that is no longer current replays the same person's
-    identical vote, else the loser's 409; a current one is checked for its
-    deadline and duties, and the same person's vote again replays (202) or
-    is vote_mismatch. Step 4: a later vote must approve the first vote's calls.
+    identical vote, else the loser's 409. A current one is open until its
+    deadline (410 after: the sweeper's); a vote moves no revision, so the
+    same person's vote again is its replay too (202), or vote_mismatch when
+    it is another. Step 4: duties, the edits, and a later vote must approve
+    the first vote's calls.
     """
 
     version: Version
     note: str
     edits: list[dict[str, Any]] | None
-    record: Approval | None = None
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    votes: list[ApprovalVote] = field(default_factory=list)
+    role = Role.APPROVER
 
-    def earlier(self, t: Locked) -> Claimed | Voted | None:
-        if not is_current(t, self.version):
-            return self.replayed(t)
-        assert t.live is not None
-        check_deadline(t.live, t.now)
-        self.record = record_of(t, self.version, votes=True)
-        check_duties(t.principal, self.record)
-        self.calls = policies.final_calls(json.loads(t.live.pending), self.edits)
-        if self.record.has_votes:  # type: ignore[attr-defined]  # record_of's annotation; a first vote reads none
-            self.votes = list(ApprovalVote.objects.filter(suspension_id=t.live.id).order_by("cast_at", "id"))
-        mine = next((v for v in self.votes if v.voter_key == t.principal.person), None)
+    def admits(self, t: Locked) -> None:
+        super().admits(t)
+        check_reason(t, self.version, "decide")
+
+    def earlier(self, t: Locked) -> Replay[Claimed | Voted] | Open:
+        live = current_pause(t, self.version)
+        if live is None:
+            return Replay(self.replayed(t))
+        check_deadline(live, t.now)
+        record = record_of(t, self.version, votes=True)
+        votes = []
+        if record.has_votes:  # type: ignore[attr-defined]  # record_of's annotation; a first vote reads none
+            votes = list(ApprovalVote.objects.filter(suspension_id=live.id).order_by("cast_at", "id"))
+        mine = next((v for v in votes if v.voter_key == t.principal.person), None)
         if mine is None:
-            return None
-        if mine.digest != _vote_digest(self.calls, self.note):
+            return Open(live, record, votes)
+        # A stored vote is not permission: its replay goes only to someone who may decide now, as step 4 says.
+        check_duties(t.principal, record)
+        if mine.digest != _vote_digest(policies.final_calls(json.loads(live.pending), self.edits), self.note):
             raise VoteMismatch("you already voted on this approval, with other calls or another note")
-        voters = [v.voter for v in self.votes]
-        return Voted(run=t.run, suspension_id=t.live.id, quorum=self.record.quorum, voters=voters, fresh=False)
+        voters = [v.voter for v in votes]
+        return Replay(Voted(run=t.run, suspension_id=live.id, quorum=record.quorum, voters=voters, fresh=False))
 
     def replayed(self, t: Locked) -> Claimed:
         """The approval is no longer open at this version: the same person's identical vote again is a replay."""
@@ -187,62 +211,58 @@ class Vote(DecideDoor):
             return Claimed(run=t.run, admission=existing, fresh=False)
         refuse_claimed(t, existing, digest)  # not this person's identical vote: the loser's 409
 
-    def check(self, t: Locked) -> None:
-        if not self.votes:
-            return
-        first = json.loads(self.votes[0].calls)
-        if policies.calls_value(first) != policies.calls_value(self.calls):
-            raise VoteMismatch(
-                "a vote must approve exactly the calls of the first vote", first_voter=self.votes[0].voter
-            )
-        self.calls = first  # the same values: the first vote's text is the one admitted
+    def check(self, t: Locked, current: Open) -> Ballot:
+        check_duties(t.principal, current.record)
+        calls = policies.final_calls(json.loads(current.live.pending), self.edits)
+        if current.votes:
+            first = json.loads(current.votes[0].calls)
+            if policies.calls_value(first) != policies.calls_value(calls):
+                raise VoteMismatch(
+                    "a vote must approve exactly the calls of the first vote", first_voter=current.votes[0].voter
+                )
+            calls = first  # the same values: the first vote's text is the one admitted
+        return Ballot(current.live, current.record, current.votes, calls)
 
-    def write(self, t: Locked) -> Claimed | Voted:
-        assert t.live is not None and self.record is not None
-        calls_text = digests.canonical(self.calls).decode()
+    def write(self, t: Locked, ballot: Ballot) -> Claimed | Voted:
+        live, quorum = ballot.live, ballot.record.quorum
+        calls_text = digests.canonical(ballot.calls).decode()
         vote = ApprovalVote(
-            suspension_id=t.live.id,
+            suspension_id=live.id,
             run_id=t.run.id,
             voter=t.principal.name,
             voter_key=t.principal.person,
             calls=calls_text,
             note=self.note,
-            digest=_vote_digest(self.calls, self.note),
+            digest=_vote_digest(ballot.calls, self.note),
             cast_at=t.now,
         )
         vote.stamp_scope(t.run.scope)
         t.writes.insert([vote])
-        voters = [v.voter for v in self.votes] + [t.principal.name]
+        voters = [v.voter for v in ballot.votes] + [t.principal.name]
         voted = event(
-            t.run,
-            "voted",
-            t.principal.name,
-            t.now,
-            suspension_id=str(t.live.id),
-            votes=len(voters),
-            quorum=self.record.quorum,
+            t.run, "voted", t.principal.name, t.now, suspension_id=str(live.id), votes=len(voters), quorum=quorum
         )
-        if edited := [c["id"] for c in self.calls if c["edited"]]:
+        if edited := [c["id"] for c in ballot.calls if c["edited"]]:
             voted.data["edited"] = edited
-        if len(voters) < self.record.quorum:
+        if len(voters) < quorum:
             write_events(t.writes, voted)
-            return Voted(run=t.run, suspension_id=t.live.id, quorum=self.record.quorum, voters=voters)
-        return self.approved(t, voters, voted if self.record.quorum > 1 else None, calls_text)
+            return Voted(run=t.run, suspension_id=live.id, quorum=quorum, voters=voters)
+        return self.approved(t, ballot, voters, voted if quorum > 1 else None, calls_text)
 
-    def approved(self, t: Locked, voters: list[str], voted: Any, calls_text: str) -> Claimed:
+    def approved(self, t: Locked, ballot: Ballot, voters: list[str], voted: Event | None, calls_text: str) -> Claimed:
         """The deciding vote: T4 with every call's final arguments as the input, the approval resolved."""
-        assert t.live is not None
-        input_text = _approval_input(self.calls, self.note, voters)
+        input_text = _approval_input(ballot.calls, self.note, voters)
         digest = digests.request_digest(scope=t.run.scope, version=self.version.as_dict(), input=input_text)
         admission, admitted = admit(
             t,
+            ballot.live,
             version=self.version,
             source=AdmissionSource.APPROVAL,
             input_text=input_text,
             request_digest=digest,
             state=AdmissionState.ADMITTED,
         )
-        resolve_approval(t, ApprovalStatus.APPROVED, self.note, final_calls=calls_text)
+        resolve_approval(t, ballot.live, ApprovalStatus.APPROVED, self.note, final_calls=calls_text)
         write_events(t.writes, *([voted] if voted is not None else []), admitted)
         return Claimed(run=t.run, admission=admission, fresh=True)
 
@@ -266,26 +286,25 @@ def approve(
     first vote's, or the same person voting differently (409 vote_mismatch).
     """
     _check_version(suspension_id, version)
-    door = Vote(version=version, note=note, edits=edits)
-    return through(door, principal=principal, run_id=version.run_id)  # type: ignore[no-any-return]
+    return through(Vote(version=version, note=note, edits=edits), principal=principal, run_id=version.run_id)
 
 
-@dataclass
-class Respond(AdmissionDoor):
+@dataclass(frozen=True)
+class Respond(AdmissionDoor[Suspension]):
     """T4 with the approver's words as input instead of the tools; ends the approval whatever its quorum."""
 
     response: str
     role = Role.APPROVER
     door = "decide"
 
-    def check(self, t: Locked) -> None:
-        super().check(t)
+    def check(self, t: Locked, live: Suspension) -> Suspension:
+        check_deadline(live, t.now)
         check_duties(t.principal, record_of(t, self.version))
+        return live
 
-    def write(self, t: Locked) -> Claimed:
-        assert t.live is not None
-        admission, admitted = self.admit(t, AdmissionSource.APPROVAL)
-        resolve_approval(t, ApprovalStatus.RESPONDED, response=self.response)
+    def write(self, t: Locked, live: Suspension) -> Claimed:
+        admission, admitted = self.admit(t, live, AdmissionSource.APPROVAL)
+        resolve_approval(t, live, ApprovalStatus.RESPONDED, response=self.response)
         write_events(t.writes, admitted, announce={"decision": "respond"})
         return Claimed(run=t.run, admission=admission)
 
@@ -305,34 +324,39 @@ def respond(*, principal: Principal, suspension_id: UUID | str, version: Version
     return through(door, principal=principal, run_id=version.run_id)
 
 
-@dataclass
-class Deny(DecideDoor):
+@dataclass(frozen=True)
+class Deny(Door[Suspension, Suspension, Denied]):
     """T6: the run fails with `rejected: <reason>`, the pause is deleted, the approval resolved."""
 
     version: Version
     reason: str
+    role = Role.APPROVER
 
-    def earlier(self, t: Locked) -> Denied | None:
-        if is_current(t, self.version):
-            return None
+    def admits(self, t: Locked) -> None:
+        super().admits(t)
+        check_reason(t, self.version, "decide")
+
+    def earlier(self, t: Locked) -> Replay[Denied] | Suspension:
+        live = current_pause(t, self.version)
+        if live is not None:
+            return live
         prior = Approval.objects.filter(
             suspension_id=self.version.suspension_id, run_id=t.run.id, status=ApprovalStatus.DENIED
         ).first()
         if prior is not None and prior.decided_by == t.principal.name and prior.note == self.reason:
-            return Denied(run=t.run, suspension_id=self.version.suspension_id, reason=self.reason, fresh=False)
+            return Replay(Denied(run=t.run, suspension_id=self.version.suspension_id, reason=self.reason, fresh=False))
         claimed_before(t, self.version)  # raises the loser's refusal when nothing claimed it
         raise NotSuspended(f"pause {self.version.suspension_id} was already decided")
 
-    def check(self, t: Locked) -> None:
-        assert t.live is not None
-        check_deadline(t.live, t.now)
+    def check(self, t: Locked, live: Suspension) -> Suspension:
+        check_deadline(live, t.now)
         check_duties(t.principal, record_of(t, self.version))
+        return live
 
-    def write(self, t: Locked) -> Denied:
-        live, actor = t.live, t.principal.name
-        assert live is not None
+    def write(self, t: Locked, live: Suspension) -> Denied:
+        actor = t.principal.name
         t.writes.delete(Suspension, live.pk)
-        resolve_approval(t, ApprovalStatus.DENIED, self.reason)
+        resolve_approval(t, live, ApprovalStatus.DENIED, self.reason)
         advance(t, RunState.FAILED, error=f"rejected: {self.reason}")
         write_events(t.writes, event(t.run, "denied", actor, t.now, suspension_id=str(live.id), reason=self.reason))
         return Denied(run=t.run, suspension_id=live.id, reason=self.reason)
@@ -346,7 +370,7 @@ def deny_approval(*, principal: Principal, suspension_id: UUID | str, version: V
     approver's identical denial again is a replay (fresh=False).
     """
     _check_version(suspension_id, version)
-    return through(Deny(version=version, reason=reason), principal=principal, run_id=version.run_id)  # type: ignore[no-any-return]
+    return through(Deny(version=version, reason=reason), principal=principal, run_id=version.run_id)
 
 
 def decide(

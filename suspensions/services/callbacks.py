@@ -17,7 +17,7 @@ is its replay (200) and another body is admission_conflict (409). A pause
 without a deadline gets a token without one, good while the pause is.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -31,7 +31,7 @@ from ..observability import metrics
 from ..principals import Principal
 from .claiming import through
 from .claims import Claimed, Locked, Version
-from .resumes import OneShot
+from .resumes import OneShot, Resumable
 
 SALT = "suspensions.callback"
 # The actor written on the events and the admission of a resume by callback URL.
@@ -69,25 +69,23 @@ def grant_of(token: str) -> Grant:
         raise NotFound("no such callback") from None
 
 
-@dataclass
+@dataclass(frozen=True)
 class CallbackResume(OneShot):
     """T3 by callback URL: the one-shot resume, its actor check replaced by the token's."""
 
-    grant: Grant | None = None
+    grant: Grant = field(kw_only=True)
 
     def admits(self, t: Locked) -> None:
         grant = self.grant
-        assert grant is not None
         if self.version.suspension_id != grant.suspension_id or t.run.id != grant.run_id:
             raise NotFound("no such callback")  # a body naming another pause: the token does not cover it
         # No reason check: only external_tool pauses get a callback URL (api.serializers.Suspend).
 
-    def check(self, t: Locked) -> None:
+    def check(self, t: Locked, live: Suspension) -> Resumable:
         grant = self.grant
-        assert grant is not None
         if grant.expires_at is not None and grant.expires_at <= t.now:
             raise SuspensionExpired(f"pause {grant.suspension_id} expired at {digests.rfc3339(grant.expires_at)}")
-        super().check(t)  # the pause's own deadline, as the one-shot resume checks it
+        return super().check(t, live)  # the pause's own deadline, as the one-shot resume checks it
 
 
 @metrics.counted_claim("one_shot")

@@ -3,25 +3,61 @@
 
 The sequence, in this order, for every door (one-shot resume, approve and
 its votes, respond, deny, agent reply, dispatch, start, suspend, complete,
-fail, cancel, closure):
+fail, cancel, closure, keeping an early result):
 
 1. lock the run, its live pause and the clock (`claims.lock_run`);
 2. check the actor (`door.admits`): the role in the run's scope and, for a
    claiming door, the reason it may answer (docs/api.md, "3. Who may do what");
 3. current or replay (`door.earlier`): a request for what the run is now
-   goes on (None); the same request as an earlier one gets that one's answer
-   again (a replay); anything else is refused (409, 410);
-4. the door's own refusals (`door.check`): deadline, duties, bounds;
-5. the writes (`door.write`): the fenced move (`claims.advance`), the rows,
-   the events and their outbox rows (`claims.write_events`).
+   goes on with what step 3 found (a claim: the live pause); the same
+   request as an earlier one gets that one's answer again (`Replay`);
+   anything else is refused (409, 410);
+4. the door's own refusals (`door.check(t, current)`): deadline, duties,
+   bounds; it returns what the writes need;
+5. the writes (`door.write(t, found)`): the fenced move (`claims.advance`),
+   the rows, the events and their outbox rows (`claims.write_events`).
 
 Every refusal is raised before the first write, so a refused request leaves
-no trace. A door is a small object holding its request; its methods are the
-steps. The sweep (T9) is the one batch form of the same sequence:
+no trace. The sweep (T9) is the one batch form of the same sequence:
 services/sweep.py locks runs `SKIP LOCKED`, re-reads them, keeps the rows
 still current, and writes each batch set-based. A register (T1) has no run
-to lock: runs.register_run inserts it. The one door run inside another's
-write is the one-shot resume that early results complete (`continued`).
+to lock: runs.register_run inserts it.
+
+How a door is written. A door is a frozen dataclass holding only its
+request, with a `role` and the three steps; a step's parameters are all it
+needs, and what it finds it returns (never a field, never `t`: `Locked` is
+frozen too):
+
+    @dataclass(frozen=True)
+    class Extend(Door[Suspension, datetime, Run]):  # step 3 finds the pause; step 4 the new deadline
+        version: Version
+        seconds: int
+        role = Role.ENGINE
+
+        def earlier(self, t: Locked) -> Replay[Run] | Suspension:
+            live = current_pause(t, self.version)
+            if live is None:
+                raise VersionConflict(...)  # or return Replay(answer) for the identical request again
+            return live
+
+        def check(self, t: Locked, live: Suspension) -> datetime:
+            check_deadline(live, t.now)
+            return live.expires_at + timedelta(seconds=self.seconds)  # refuse past a bound here
+
+        def write(self, t: Locked, expires_at: datetime) -> Run:
+            ...  # t.writes.update(...), claims.advance(t, ...), write_events(t.writes, event(...))
+            return t.run
+
+    def extend(*, principal, version, seconds) -> Run:
+        return through(Extend(version, seconds), principal=principal, run_id=version.run_id)
+
+A claiming door (it admits the pause its version names, with an input)
+subclasses `AdmissionDoor`, whose step 3 is the replay by request digest,
+and writes only `check` (the deadline first) and `write`. One claim may
+follow from another in the same transaction: the one-shot resume that early
+results complete is written by the one-shot resume's own step 5
+(`resumes.write_one_shot`), called with the checks early.py made before the
+first write; no door is driven outside `through`.
 """
 
 from dataclasses import dataclass
@@ -41,14 +77,13 @@ from ..exceptions import (
     VersionConflict,
     WrongGate,
 )
-from ..models import Admission, AdmissionState, Event, Reason, RunState
+from ..models import Admission, AdmissionState, Event, Reason, RunState, Suspension
 from ..principals import Principal
 from .claims import (
     Claimed,
     Locked,
     Version,
     advance,
-    check_deadline,
     check_swept,
     event,
     lock_run,
@@ -56,7 +91,9 @@ from .claims import (
     suspension_digest_of,
 )
 
-A = TypeVar("A")
+A = TypeVar("A")  # a door's answer
+C = TypeVar("C")  # what its step 3 found current
+F = TypeVar("F")  # what its step 4 found
 
 # docs/api.md, "3. Who may do what": who may answer which reason, by door. The dispatch door has no row:
 # a flow wait's nonce and decision token are its gate.
@@ -70,10 +107,21 @@ REFUSALS: dict[tuple[str, str], type[Exception]] = {
 }
 
 
-class Door(Generic[A]):
-    """One transition's own steps; `through` runs them in the one order. Subclasses hold the request."""
+@dataclass(frozen=True)
+class Replay(Generic[A]):
+    """Step 3's answer to a request made before: that request's answer again, and nothing is written."""
 
-    role: str
+    answer: A
+
+
+class Door(Generic[C, F, A]):
+    """One transition's own steps; `through` runs them in the one order. A subclass is a frozen dataclass
+    holding only its request: what a step finds, it returns, and the next step takes it as its parameter.
+
+    C: what step 3 found current (for a claim, the live pause); F: what step 4 found; A: the answer.
+    """
+
+    role: ClassVar[str]
 
     def begin(self) -> None:
         """Before the lock, inside the transaction (closure: its lock and statement timeouts)."""
@@ -82,20 +130,26 @@ class Door(Generic[A]):
         """Step 2, the actor: the role in the run's scope."""
         require(t.principal, self.role, t.run.scope)
 
-    def earlier(self, t: Locked) -> A | None:
-        """Step 3: None when the request is for what the run is now; a replay's answer; or raise the refusal."""
-        return None
+    def earlier(self, t: Locked) -> Replay[A] | C:
+        """Step 3: what the request goes on with when it is for what the run is now; a replay of an earlier
+        identical request; or raise the refusal."""
+        raise NotImplementedError
 
-    def check(self, t: Locked) -> None:
-        """Step 4: the door's own refusals."""
+    def check(self, t: Locked, current: C) -> F:
+        """Step 4: the door's own refusals; returns what step 5 writes with."""
+        raise NotImplementedError
 
-    def write(self, t: Locked) -> A:
+    def write(self, t: Locked, found: F) -> A:
         """Step 5: the writes, the events and their outbox rows."""
         raise NotImplementedError
 
 
 def through(
-    door: Door[A], *, principal: Principal, run_id: UUID | str | None = None, admission_id: UUID | str | None = None
+    door: Door[C, F, A],
+    *,
+    principal: Principal,
+    run_id: UUID | str | None = None,
+    admission_id: UUID | str | None = None,
 ) -> A:
     """The one claim path: lock, actor, current-or-replay, checks, writes, in one transaction.
 
@@ -103,28 +157,15 @@ def through(
     """
     with transaction.atomic():
         door.begin()
-        t = lock_run(principal, run_id, admission_id=admission_id)
-        door.admits(t)
-        replay = door.earlier(t)
-        if replay is not None:
-            return replay
-        door.check(t)
-        answer = door.write(t)
+        t = lock_run(principal, run_id, admission_id=admission_id)  # 1. the lock
+        door.admits(t)  # 2. the actor
+        current = door.earlier(t)  # 3. current or replay
+        if isinstance(current, Replay):
+            return current.answer
+        found = door.check(t, current)  # 4. the door's own refusals
+        answer = door.write(t, found)  # 5. the writes, events, outbox rows
         t.writes.send()
         return answer
-
-
-def continued(door: Door[A], t: Locked) -> A:
-    """Steps 4 and 5 of `door` inside another door's write, under its lock and in its transaction: one claim
-    that follows from another, its writes in the same batch (early results: a pause they complete, or the last
-    one of them, resumes it at once; services/early.py).
-
-    Not `through`: its writes are not sent yet, so a second lock would not see the pause the first one stores.
-    Steps 1 to 3 are the caller's: it holds the lock, has checked the actor, and names the version it just made
-    current, so there is nothing to replay.
-    """
-    door.check(t)
-    return door.write(t)
 
 
 # -- what the claiming doors share ---------------------------------------------------------------
@@ -142,15 +183,12 @@ def check_reason(t: Locked, version: Version, door: str) -> None:
         raise refusal()
 
 
-def is_current(t: Locked, version: Version) -> bool:
-    """The version names the run's live pause at its current revision: it may be claimed now."""
+def current_pause(t: Locked, version: Version) -> Suspension | None:
+    """The run's live pause when the version names it at the current revision (it may be claimed now); else None."""
     run, live = t.run, t.live
-    return (
-        run.state == RunState.PAUSED
-        and live is not None
-        and live.id == version.suspension_id
-        and run.revision == version.run_revision
-    )
+    if run.state != RunState.PAUSED or live is None or live.id != version.suspension_id:
+        return None
+    return live if run.revision == version.run_revision else None
 
 
 def claimed_before(t: Locked, version: Version) -> Admission:
@@ -191,11 +229,10 @@ def refuse_claimed(t: Locked, existing: Admission, request_digest: str) -> NoRet
 
 
 def admit(
-    t: Locked, *, version: Version, source: str, input_text: str, request_digest: str, state: str
+    t: Locked, live: Suspension, *, version: Version, source: str, input_text: str, request_digest: str, state: str
 ) -> tuple[Admission, Event]:
-    """T4's writes once every check passed: the run moves to `running`, the admission row; its unsaved event."""
-    live = t.live
-    assert live is not None
+    """T4's writes once every check passed: the run moves to `running`, the admission row of `live`; its unsaved
+    event."""
     suspension_digest = suspension_digest_of(live)
     advance(t, RunState.RUNNING)
     admission = Admission(
@@ -226,15 +263,16 @@ def admit(
     return admission, admitted
 
 
-@dataclass
-class AdmissionDoor(Door[Claimed]):
+@dataclass(frozen=True)
+class AdmissionDoor(Door[Suspension, F, Claimed]):
     """A door that claims a pause by its version with an input (T4): one-shot, agent reply, dispatch, respond.
 
     Every one holds the version it claims and the input it binds (its first
     two fields; a subclass's own fields follow). Step 3 is the same for all:
-    the current version goes on; otherwise the admission that claimed it is
-    replayed for the identical request (its request digest), and anything
-    else is the loser's 409.
+    the current version goes on with the live pause it names; otherwise the
+    admission that claimed it is replayed for the identical request (its
+    request digest), and anything else is the loser's 409. Each subclass's
+    step 4 takes that pause and spells out its checks, the deadline first.
     """
 
     version: Version
@@ -249,23 +287,22 @@ class AdmissionDoor(Door[Claimed]):
     def request_digest(self, t: Locked) -> str:
         return digests.request_digest(scope=t.run.scope, version=self.version.as_dict(), input=self.input_text)
 
-    def earlier(self, t: Locked) -> Claimed | None:
-        if is_current(t, self.version):
-            return None
+    def earlier(self, t: Locked) -> Replay[Claimed] | Suspension:
+        live = current_pause(t, self.version)
+        if live is not None:
+            return live
         existing = claimed_before(t, self.version)
         replay_or_conflict(t, existing, self.request_digest(t))
-        return self.replayed(t, existing)
+        return Replay(self.replayed(t, existing))
 
     def replayed(self, t: Locked, existing: Admission) -> Claimed:
         """The answer to the identical request again: its admission, not fresh."""
         return Claimed(run=t.run, admission=existing, fresh=False)
 
-    def check(self, t: Locked) -> None:
-        assert t.live is not None
-        check_deadline(t.live, t.now)
-
-    def admit(self, t: Locked, source: str, state: str = AdmissionState.ADMITTED) -> tuple[Admission, Event]:
+    def admit(
+        self, t: Locked, live: Suspension, source: str, state: str = AdmissionState.ADMITTED
+    ) -> tuple[Admission, Event]:
         digest = self.request_digest(t)
         return admit(
-            t, version=self.version, source=source, input_text=self.input_text, request_digest=digest, state=state
+            t, live, version=self.version, source=source, input_text=self.input_text, request_digest=digest, state=state
         )

@@ -78,10 +78,13 @@ class Claimed:
     admission_fresh: bool | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Locked:
     """A run locked for one transition: the run, its live pause (or None), the database clock, and the
-    transition's writes, sent in one round trip when the door's `write` returns (sql.rows.Writes)."""
+    transition's writes, sent in one round trip when the door's `write` returns (sql.rows.Writes).
+
+    Frozen: a step hands the next one what it found as a value, never through here.
+    """
 
     principal: Principal
     run: Run
@@ -245,10 +248,9 @@ def suspension_digest_of(s: Suspension) -> str:
     )
 
 
-def write_start(*, t: Locked, admission: Admission, actor: str) -> tuple[Start, Event]:
+def write_start(*, t: Locked, suspension: Suspension, admission: Admission, actor: str) -> tuple[Start, Event]:
     """T5's writes: the start row, the pause consumed; returns the unsaved `started` event."""
-    run, suspension = t.run, t.live
-    assert suspension is not None
+    run = t.run
     start = Start(
         admission_id=admission.id,
         run_id=run.id,
@@ -272,9 +274,8 @@ def write_start(*, t: Locked, admission: Admission, actor: str) -> tuple[Start, 
     return start, event(run, "started", actor, t.now, suspension_id=str(suspension.id), start_digest=start.digest)
 
 
-def resolve_approval(t: Locked, status: str, note: str = "", **decided: Any) -> None:
-    """Close the live pause's approval request, if it has one still pending; `decided`: final_calls or response."""
-    assert t.live is not None
-    pending = {"suspension_id": t.live.id, "status": ApprovalStatus.PENDING}
+def resolve_approval(t: Locked, suspension: Suspension, status: str, note: str = "", **decided: Any) -> None:
+    """Close the pause's approval request, if it has one still pending; `decided`: final_calls or response."""
+    pending = {"suspension_id": suspension.id, "status": ApprovalStatus.PENDING}
     decision: dict[str, Any] = {"status": status, "resolved_at": t.now, "decided_by": t.principal.name, "note": note}
     t.writes.update(Approval, pending, None, **decision, **decided)

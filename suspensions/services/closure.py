@@ -34,7 +34,7 @@ from .. import digests, selectors
 from ..exceptions import ClosureConflict, InvalidRequest, InvalidState, NotFound, VersionConflict
 from ..models import Admission, AdmissionState, ClosureReceipt, Role, Run, RunState
 from ..principals import Principal
-from .claiming import Door, through
+from .claiming import Door, Replay, through
 from .claims import Locked, Version, advance, event, write_events
 
 SCHEMA_VERSION = 1
@@ -101,9 +101,8 @@ def _uncertain_start(principal: Principal, run: Run, request: ClosureRequest) ->
     if run.state != RunState.RUNNING:
         raise InvalidState(f"run {run.id} is {run.state}; only a running run can be closed")
     latest, start = selectors.latest_admission(principal, run.id, with_input=False)
-    if not selectors.is_uncertain_start(run, latest, start):
+    if latest is None or start is None or not selectors.is_uncertain_start(run, latest, start):
         raise InvalidState(f"run {run.id} has no started execution to close")
-    assert latest is not None and start is not None
     current = Version(run_id=run.id, suspension_id=latest.suspension_id, run_revision=latest.version_revision)
     if request.version.as_dict() != current.as_dict():
         raise VersionConflict(
@@ -174,18 +173,17 @@ def _write_closure(t: Locked, admission: Admission, request: ClosureRequest) -> 
     return receipt
 
 
-@dataclass
-class Close(Door[Closed]):
+@dataclass(frozen=True)
+class Close(Door[None, Admission, Closed]):
     """T10 through the one claim path: step 3 replays the identical closure, step 4 binds the uncertain start."""
 
     request: ClosureRequest
-    admission: Admission | None = None
     role = Role.OPERATOR
 
     def begin(self) -> None:
         _bound_time()
 
-    def earlier(self, t: Locked) -> Closed | None:
+    def earlier(self, t: Locked) -> Replay[Closed] | None:
         digest = digests.sha256_hex(self.request.canonical_text(scope=t.run.scope, actor=t.principal.name))
         existing = ClosureReceipt.objects.filter(run_id=t.run.id, suspension_id=self.request.version.suspension_id)
         receipt = existing.first()
@@ -197,15 +195,15 @@ class Close(Door[Closed]):
                 request_digest=digest,
                 closed_digest=receipt.request_digest,
             )
-        return Closed(run=t.run, receipt=receipt, fresh=False)
+        return Replay(Closed(run=t.run, receipt=receipt, fresh=False))
 
-    def check(self, t: Locked) -> None:
-        self.admission = _uncertain_start(t.principal, t.run, self.request)
+    def check(self, t: Locked, current: None) -> Admission:
+        admission = _uncertain_start(t.principal, t.run, self.request)
         _check_proof_window(self.request, t.now)
+        return admission
 
-    def write(self, t: Locked) -> Closed:
-        assert self.admission is not None
-        return Closed(run=t.run, receipt=_write_closure(t, self.admission, self.request))
+    def write(self, t: Locked, admission: Admission) -> Closed:
+        return Closed(run=t.run, receipt=_write_closure(t, admission, self.request))
 
 
 def close_run(*, principal: Principal, run_id: UUID | str, request: ClosureRequest) -> Closed:

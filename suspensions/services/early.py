@@ -6,9 +6,11 @@ stored the pause. The result is kept against (run, call id); when an
 `external_tool` pause is stored whose pending calls all have unexpired early
 results, or when the last missing one arrives while such a pause is live,
 that pause is resumed in the same transaction by the one-shot resume's own
-door (resumes.OneShot), as if the engine had sent those results in pending
-order. Both the keeping and the pause lock the run, so an early result racing
-its pause gives exactly one resume whichever comes first.
+writes (resumes.write_one_shot), as if the engine had sent those results in
+pending order; the checks its door would make are made here, before the
+first write (`waiting_for`, `completion`). Both the keeping and the pause
+lock the run, so an early result racing its pause gives exactly one resume
+whichever comes first.
 
 A used early result stays, marked with the pause it resumed, until its ttl
 ends: the same result again is then still a replay. The sweep deletes every
@@ -35,9 +37,9 @@ from .. import digests
 from ..exceptions import AdmissionConflict, InputTooLarge, InvalidState, Throttled
 from ..models import TERMINAL_STATES, EarlyResult, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
-from .claiming import Door, continued, through
+from .claiming import Door, Replay, through
 from .claims import Claimed, Locked, Version, bounded_input
-from .resumes import OneShot
+from .resumes import Resumable, write_one_shot
 
 DEFAULT_TTL = 3600
 MAX_TTL = 7 * 86400
@@ -76,22 +78,24 @@ def usable(run_id: UUID, call_ids: list[str], now: datetime) -> dict[str, EarlyR
     return {row.call_id: row for row in rows}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Completion:
-    """A resume the early results complete, checked before any write, written by `resume`."""
+    """A resume the early results complete, checked before any write: its rows and results, in pending order,
+    and their retained input. `resume` writes it."""
 
     rows: list[EarlyResult]
     results: list[dict[str, Any]]
     input_text: str
 
-    def resume(self, t: Locked) -> Claimed:
-        """The one-shot resume of the live pause with these results; marks them used by it. After the lock's checks."""
-        live = t.live
-        assert live is not None
+    def resume(self, t: Locked, live: Suspension) -> Claimed:
+        """The one-shot resume of `live` with these results (its step 5, resumes.write_one_shot); marks them used
+        by it. Its checks were made by the step 4 that found it, before the first write: an `external_tool`
+        pause, no flow wait, before its deadline (`KeepEarly.check` by `waiting_for`; `runs.Suspend.check` by
+        `on_pause`, for the pause it is about to store), every call answered in pending order (`completion`),
+        and no drift (the engine sent no version)."""
         version = Version(run_id=t.run.id, suspension_id=live.id, run_revision=t.run.revision)
-        door = OneShot(version=version, input_text=self.input_text, results=self.results)
-        # Its check cannot refuse: the deadline and the calls were checked before the first write.
-        claimed = continued(door, t)
+        found = Resumable(live=live, ordered=self.results, drift={})
+        claimed = write_one_shot(t, found, version=version, input_text=self.input_text)
         for row in self.rows:
             t.writes.update(EarlyResult, {"id": row.pk}, suspension_id=live.id)
             row.suspension_id = live.id
@@ -123,71 +127,86 @@ def on_pause(t: Locked, pending: list[dict[str, Any]], reason: str) -> Completio
     return completion(call_ids, usable(t.run.id, call_ids, t.now))
 
 
-@dataclass
-class KeepEarly(Door[Kept]):
+@dataclass(frozen=True)
+class New:
+    """Step 3 of keeping an early result that is not a replay: its digest, and the expired row it replaces."""
+
+    digest: str
+    stale: EarlyResult | None
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """What keeping's checks found: the row to insert, the expired one it replaces, and the resume it completes
+    with the live pause it resumes."""
+
+    early: EarlyResult
+    stale: EarlyResult | None
+    completes: tuple[Completion, Suspension] | None
+
+
+@dataclass(frozen=True)
+class KeepEarly(Door[New, Keeping, Kept]):
     """Keep one early result; resume the live pause when it was the last one missing."""
 
     call_id: str
     content_text: str
     ttl: int
     role = Role.ENGINE
-    digest: str = ""
-    stale: EarlyResult | None = None
-    early: EarlyResult | None = None
-    completes: Completion | None = None
 
-    def earlier(self, t: Locked) -> Kept | None:
+    def earlier(self, t: Locked) -> Replay[Kept] | New:
         if t.run.state not in (RunState.RUNNING, RunState.PAUSED):
             raise InvalidState(f"run {t.run.id} is {t.run.state}: no pause of it will wait for a result")
-        self.digest = early_digest(t.run.id, self.call_id, self.content_text)
+        digest = early_digest(t.run.id, self.call_id, self.content_text)
         existing = EarlyResult.objects.filter(run_id=t.run.id, call_id=self.call_id).first()
         if existing is None:
-            return None
+            return New(digest, stale=None)
         if existing.suspension_id is None and existing.expires_at <= t.now:
-            self.stale = existing  # expired, not yet swept: replaced as if it were gone
-            return None
-        if existing.digest == self.digest:
-            return Kept(early=existing, fresh=False)
+            return New(digest, stale=existing)  # expired, not yet swept: replaced as if it were gone
+        if existing.digest == digest:
+            return Replay(Kept(early=existing, fresh=False))
         raise AdmissionConflict(
             f"call {self.call_id} already has a different early result",
-            request_digest=self.digest,
+            request_digest=digest,
             admitted_digest=existing.digest,
         )
 
-    def check(self, t: Locked) -> None:
-        self.early = self.row(t)
+    def check(self, t: Locked, new: New) -> Keeping:
+        early = self.row(t, new.digest)
         if t.run.has_early_results:  # a run's first early result meets no allowance: no statement for it
             refuse_past_allowance(t, len(self.content_text.encode("utf-8")))
-        call_ids = waiting_for(t, t.live)
-        if call_ids is None or self.call_id not in call_ids:
-            return
+        live = t.live
+        call_ids = waiting_for(t, live)
+        if live is None or call_ids is None or self.call_id not in call_ids:
+            return Keeping(early, new.stale, completes=None)
         rows = usable(t.run.id, [c for c in call_ids if c != self.call_id], t.now)
-        rows[self.call_id] = self.early
-        self.completes = completion(call_ids, rows)
+        rows[self.call_id] = early
+        completes = completion(call_ids, rows)
+        return Keeping(early, new.stale, completes=None if completes is None else (completes, live))
 
-    def row(self, t: Locked) -> EarlyResult:
+    def row(self, t: Locked, digest: str) -> EarlyResult:
         row = EarlyResult(
             run_id=t.run.id,
             call_id=self.call_id,
             content=self.content_text,
-            digest=self.digest,
+            digest=digest,
             created_at=t.now,
             expires_at=t.now + timedelta(seconds=self.ttl),
         )
         row.stamp_scope(t.run.scope)
         return row
 
-    def write(self, t: Locked) -> Kept:
-        early = self.early
-        assert early is not None
-        if self.stale is not None:
-            t.writes.delete(EarlyResult, self.stale.pk)
-        t.writes.insert([early])
+    def write(self, t: Locked, found: Keeping) -> Kept:
+        if found.stale is not None:
+            t.writes.delete(EarlyResult, found.stale.pk)
+        t.writes.insert([found.early])
         if not t.run.has_early_results:
             t.writes.update(Run, {"id": t.run.pk}, has_early_results=True)
             t.run.has_early_results = True
-        resume = self.completes.resume(t) if self.completes else None
-        return Kept(early=early, fresh=True, resume=resume)
+        if found.completes is None:
+            return Kept(early=found.early, fresh=True)
+        completes, live = found.completes
+        return Kept(early=found.early, fresh=True, resume=completes.resume(t, live))
 
 
 class OctetLength(Func):

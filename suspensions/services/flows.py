@@ -42,7 +42,7 @@ from ..models import AdmissionSource, ApprovalStatus, FlowWait, Reason, Role, Ru
 from ..observability import metrics
 from ..principals import Principal
 from .claiming import AdmissionDoor, through
-from .claims import Claimed, Locked, Version, bounded_input, require, resolve_approval, write_events
+from .claims import Claimed, Locked, Version, bounded_input, check_deadline, require, resolve_approval, write_events
 from .runs import register_run, suspend_run
 
 MAX_CORRELATION_BYTES = 1024
@@ -270,20 +270,23 @@ def resume_flow_wait(
     return through(door, principal=principal, run_id=wait.run_id)
 
 
-@dataclass
-class Dispatch(AdmissionDoor):
+@dataclass(frozen=True)
+class Dispatch(AdmissionDoor[Suspension]):
     """T4 through the dispatch door: its gate (nonce, decision token) was checked before, not the reason matrix."""
 
     wait: FlowWait
     role = Role.BUS
     door = None
 
-    def write(self, t: Locked) -> Claimed:
-        assert t.live is not None
-        admission, admitted = self.admit(t, AdmissionSource.DISPATCH)
+    def check(self, t: Locked, live: Suspension) -> Suspension:
+        check_deadline(live, t.now)
+        return live
+
+    def write(self, t: Locked, live: Suspension) -> Claimed:
+        admission, admitted = self.admit(t, live, AdmissionSource.DISPATCH)
         # An approval-reason wait is answered here, not in the inbox: close its request.
-        resolve_approval(t, ApprovalStatus.APPROVED, "answered by dispatch")
+        resolve_approval(t, live, ApprovalStatus.APPROVED, "answered by dispatch")
         t.writes.update(FlowWait, {"id": self.wait.pk}, live=False)
         # An approval-reason wait answered here is announced as decided too (docs/api.md, "3. Who may do what").
-        write_events(t.writes, admitted, announce={"reason": t.live.reason})
+        write_events(t.writes, admitted, announce={"reason": live.reason})
         return Claimed(run=t.run, admission=admission)

@@ -60,7 +60,7 @@ def take(*, principal: Principal, key: str, request_digest: str, method_path: st
         if sql.take(row, LIFETIME):
             return None
         held = IdempotencyKey.objects.filter(principal=row.principal, key=key).first()
-        if held is None:
+        if held is None or held.status is None:  # swept since; a committed key always holds its answer
             continue
         if held.request_digest != request_digest:
             raise IdempotencyMismatch(
@@ -68,7 +68,6 @@ def take(*, principal: Principal, key: str, request_digest: str, method_path: st
                 "or path); use a new key for a new request",
                 first_request=held.method_path,
             )
-        assert held.status is not None, "a committed key always holds its answer"
         return Answer(status=held.status, body=held.body)
     raise AssertionError("an idempotency key neither free nor held")  # pragma: no cover
 

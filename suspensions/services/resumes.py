@@ -5,15 +5,16 @@ Each is a door of the one claim path (claiming.through).
 """
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Self
 from uuid import UUID
 
+from .. import digests
 from ..exceptions import InvalidState, NotFound, ReplyMismatch, ResultsMismatch, ResumeAlreadyStarted, SuspensionExpired
-from ..models import Admission, AdmissionSource, AdmissionState, Role, Start
+from ..models import Admission, AdmissionSource, AdmissionState, Role, Start, Suspension
 from ..observability import metrics
 from ..principals import Principal
-from .claiming import AdmissionDoor, Door, through
+from .claiming import AdmissionDoor, Door, admit, through
 from .claims import Claimed, Locked, Version, bounded_input, check_deadline, drift_of, write_events, write_start
 from .sql.rows import select_row
 
@@ -33,8 +34,42 @@ def order_results(pending: list[dict[str, Any]], results: list[dict[str, Any]]) 
     return [by_id[call_id] for call_id in expected]
 
 
-@dataclass
-class OneShot(AdmissionDoor):
+@dataclass(frozen=True)
+class Resumable:
+    """What a one-shot resume's checks found: the live pause, the results in pending order, the drift its
+    events record (docs/api.md, "Version drift: `engine_version` and `accept_drift`")."""
+
+    live: Suspension
+    ordered: list[dict[str, Any]]
+    drift: dict[str, Any]
+
+
+def write_one_shot(t: Locked, found: Resumable, *, version: Version, input_text: str) -> Claimed:
+    """T3's writes once every check passed: T4 admit and T5 start of the pause, its results the input.
+
+    Step 5 of the one-shot resume's door, and the resume that early results
+    complete, whose checks early.py makes before the first write (services/early.py).
+    """
+    live, actor = found.live, t.principal.name
+    digest = digests.request_digest(scope=t.run.scope, version=version.as_dict(), input=input_text)
+    admission, admitted = admit(
+        t,
+        live,
+        version=version,
+        source=AdmissionSource.ONE_SHOT,
+        input_text=input_text,
+        request_digest=digest,
+        state=AdmissionState.STARTED,
+    )
+    start, started = write_start(t=t, suspension=live, admission=admission, actor=actor)
+    admitted.data.update(found.drift)
+    started.data.update(found.drift)
+    write_events(t.writes, admitted, started)
+    return Claimed(run=t.run, admission=admission, start=start, suspension=live, results=found.ordered)
+
+
+@dataclass(frozen=True)
+class OneShot(AdmissionDoor[Resumable]):
     """T3: T4 admit and T5 start of an `external_tool` pause, with the results in pending order."""
 
     results: list[dict[str, Any]]
@@ -42,8 +77,6 @@ class OneShot(AdmissionDoor):
     # digest, so a replay is decided on the results alone.
     engine_version: str | None = None
     accept_drift: bool = False
-    ordered: list[dict[str, Any]] = field(default_factory=list)
-    drift: dict[str, Any] = field(default_factory=dict)
     role = Role.ENGINE
     door = "one_shot"
 
@@ -56,20 +89,13 @@ class OneShot(AdmissionDoor):
         start = Start.objects.filter(admission_id=existing.id).first()
         return Claimed(run=t.run, admission=existing, start=start, fresh=False)
 
-    def check(self, t: Locked) -> None:
-        super().check(t)
-        assert t.live is not None
-        self.drift = drift_of(t.live, self.engine_version, self.accept_drift)
-        self.ordered = order_results(json.loads(t.live.pending), self.results)
+    def check(self, t: Locked, live: Suspension) -> Resumable:
+        check_deadline(live, t.now)
+        drift = drift_of(live, self.engine_version, self.accept_drift)
+        return Resumable(live, order_results(json.loads(live.pending), self.results), drift)
 
-    def write(self, t: Locked) -> Claimed:
-        live = t.live
-        admission, admitted = self.admit(t, AdmissionSource.ONE_SHOT, AdmissionState.STARTED)
-        start, started = write_start(t=t, admission=admission, actor=t.principal.name)
-        admitted.data.update(self.drift)
-        started.data.update(self.drift)
-        write_events(t.writes, admitted, started)
-        return Claimed(run=t.run, admission=admission, start=start, suspension=live, results=self.ordered)
+    def write(self, t: Locked, found: Resumable) -> Claimed:
+        return write_one_shot(t, found, version=self.version, input_text=self.input_text)
 
 
 @metrics.counted_claim("one_shot")
@@ -93,8 +119,8 @@ def resume_run(
     return through(door, principal=principal, run_id=run_id)
 
 
-@dataclass
-class AgentReply(AdmissionDoor):
+@dataclass(frozen=True)
+class AgentReply(AdmissionDoor[Suspension]):
     """T4 by the bus: the reply bound to the pending call's `reply_with`; grants no execution."""
 
     reply_with: str
@@ -102,14 +128,14 @@ class AgentReply(AdmissionDoor):
     role = Role.BUS
     door = "admit"
 
-    def check(self, t: Locked) -> None:
-        super().check(t)
-        assert t.live is not None
-        if self.reply_with != t.live.reply_with:
-            raise ReplyMismatch(f"reply_with does not match the pending call's ({t.live.reply_with!r})")
+    def check(self, t: Locked, live: Suspension) -> Suspension:
+        check_deadline(live, t.now)
+        if self.reply_with != live.reply_with:
+            raise ReplyMismatch(f"reply_with does not match the pending call's ({live.reply_with!r})")
+        return live
 
-    def write(self, t: Locked) -> Claimed:
-        admission, admitted = self.admit(t, self.source)
+    def write(self, t: Locked, live: Suspension) -> Claimed:
+        admission, admitted = self.admit(t, live, self.source)
         write_events(t.writes, admitted)
         return Claimed(run=t.run, admission=admission)
 
@@ -135,45 +161,55 @@ def admit_reply(
     return through(door, principal=principal, run_id=run_id)
 
 
-@dataclass
-class StartDoor(Door[Claimed]):
-    """T5: the single grant to execute an admitted continuation. A start moves no revision."""
+@dataclass(frozen=True)
+class Granted:
+    """What a start's checks found: the admission it starts, its pause, and the drift its event records."""
+
+    admission: Admission
+    live: Suspension
+    drift: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StartDoor(Door[tuple[Admission, Suspension], Granted, Claimed]):
+    """T5: the single grant to execute an admitted continuation. A start moves no revision.
+
+    Step 3 has no replay: the admission, read after the lock, is current
+    while it is admitted and its pause live; a second start is refused with
+    the first one's receipt.
+    """
 
     admission_id: UUID | str
     engine_version: str | None = None
     accept_drift: bool = False
-    admission: Admission | None = None
-    drift: dict[str, Any] = field(default_factory=dict)
     role = Role.ENGINE
 
-    def earlier(self, t: Locked) -> Claimed | None:
+    def earlier(self, t: Locked) -> tuple[Admission, Suspension]:
         from ..presenters import start_receipt
 
         # The admission, and whether it was started, in one read; the start itself only to refuse with its receipt.
-        found = select_row(Admission, {"id": self.admission_id}, flag=("has_start", Start, "admission_id"))
-        if found is None:  # admissions are never deleted: the lock found its run, so it is there
+        admission = select_row(Admission, {"id": self.admission_id}, flag=("has_start", Start, "admission_id"))
+        if admission is None:  # admissions are never deleted: the lock found its run, so it is there
             raise NotFound(f"admission {self.admission_id} not found")
-        self.admission = admission = found
-        if found.has_start:  # type: ignore[attr-defined]  # (select_row sets it)
+        if admission.has_start:  # type: ignore[attr-defined]  # (select_row sets it)
             raise ResumeAlreadyStarted(receipt=start_receipt(Start.objects.get(admission_id=admission.id)))
         if admission.state == AdmissionState.EXPIRED:
             raise SuspensionExpired(f"admission {admission.id} expired before it was started")
         if admission.state != AdmissionState.ADMITTED or t.live is None or t.live.id != admission.suspension_id:
             raise InvalidState(f"admission {admission.id} is {admission.state} and can no longer start")
-        return None
+        return admission, t.live
 
-    def check(self, t: Locked) -> None:
-        assert t.live is not None
-        check_deadline(t.live, t.now)
-        self.drift = drift_of(t.live, self.engine_version, self.accept_drift)
+    def check(self, t: Locked, current: tuple[Admission, Suspension]) -> Granted:
+        admission, live = current
+        check_deadline(live, t.now)
+        return Granted(admission, live, drift_of(live, self.engine_version, self.accept_drift))
 
-    def write(self, t: Locked) -> Claimed:
-        admission, live = self.admission, t.live
-        assert admission is not None
+    def write(self, t: Locked, found: Granted) -> Claimed:
+        admission, live = found.admission, found.live
         t.writes.update(Admission, {"id": admission.pk}, state=AdmissionState.STARTED)
         admission.state = AdmissionState.STARTED
-        start, started = write_start(t=t, admission=admission, actor=t.principal.name)
-        started.data.update(self.drift)
+        start, started = write_start(t=t, suspension=live, admission=admission, actor=t.principal.name)
+        started.data.update(found.drift)
         write_events(t.writes, started)
         return Claimed(run=t.run, admission=admission, start=start, suspension=live, admission_fresh=False)
 

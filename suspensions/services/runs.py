@@ -74,12 +74,21 @@ class Paused:
     resume: Claimed | None = None
 
 
-@dataclass
-class Suspend(Door[Paused]):
+@dataclass(frozen=True)
+class Pausing:
+    """What a suspend's checks found: the policy as the floors raised it, and the resume its early results
+    complete (None: none)."""
+
+    applied: floors.Applied
+    completes: early.Completion | None
+
+
+@dataclass(frozen=True)
+class Suspend(Door[None, Pausing, Paused]):
     """T2: a running run at `revision` pauses; an approval pause opens its approval request.
 
     An `external_tool` pause whose calls all have early results is resumed at
-    once by the one-shot resume's door (services/early.py).
+    once by the one-shot resume's writes (services/early.py).
     """
 
     revision: int
@@ -91,8 +100,6 @@ class Suspend(Door[Paused]):
     correlation_id: str
     policy: dict[str, Any] | None
     engine_version: str = ""
-    applied: floors.Applied | None = None
-    completes: early.Completion | None = None
     tags: Sequence[str] = field(default=())
     role = Role.ENGINE
 
@@ -105,16 +112,16 @@ class Suspend(Door[Paused]):
             raise InvalidState(f"run {run.id} is {run.state}")
         return None
 
-    def check(self, t: Locked) -> None:
+    def check(self, t: Locked, current: None) -> Pausing:
         """The policy raised to the scope's approval floors, or refused below one (docs/policies.md, "Floors")."""
         floor = floors.combine(selectors.covering_floors(t.run.scope)) if self.reason == Reason.APPROVAL else None
-        self.applied = floors.apply(floor, self.policy)
-        if not self.correlation_id:  # a flow wait is resumed only through its own door
-            self.completes = early.on_pause(t, self.pending, self.reason)
+        applied = floors.apply(floor, self.policy)
+        # A flow wait is resumed only through its own door.
+        completes = None if self.correlation_id else early.on_pause(t, self.pending, self.reason)
+        return Pausing(applied, completes)
 
-    def write(self, t: Locked) -> Paused:
-        run, now, applied = t.run, t.now, self.applied
-        assert applied is not None
+    def write(self, t: Locked, found: Pausing) -> Paused:
+        run, now, applied = t.run, t.now, found.applied
         suspension = self.pause(t)
         t.writes.insert([suspension])
         if self.reason == Reason.APPROVAL:
@@ -137,10 +144,9 @@ class Suspend(Door[Paused]):
         announce = {"agent_id": run.agent_id, "tools": [c["name"] for c in self.pending], "tags": suspension.tags}
         write_events(t.writes, suspended, announce=announce)
         suspension.run = run
-        if self.completes is None:
+        if found.completes is None:
             return Paused(suspension)
-        t.live = suspension
-        return Paused(suspension, self.completes.resume(t))
+        return Paused(suspension, found.completes.resume(t, suspension))
 
     def pause(self, t: Locked) -> Suspension:
         expires_at = t.now + timedelta(seconds=self.ttl) if self.ttl else None
@@ -223,8 +229,8 @@ def open_approval(t: Locked, suspension: Suspension, policy: dict[str, Any]) -> 
     t.writes.insert([approval])
 
 
-@dataclass
-class Finish(Door[Run]):
+@dataclass(frozen=True)
+class Finish(Door[None, None, Run]):
     """T7 and T8: the run ends `state`; its pause (a cancel's) is deleted, its admissions closed."""
 
     revision: int
@@ -243,15 +249,15 @@ class Finish(Door[Run]):
             raise InvalidState(f"run {t.run.id} is {t.run.state}")
         return None
 
-    def check(self, t: Locked) -> None:
+    def check(self, t: Locked, current: None) -> None:
         if t.live is not None and t.run.state == RunState.PAUSED:
             check_deadline(t.live, t.now)
 
-    def write(self, t: Locked) -> Run:
+    def write(self, t: Locked, found: None) -> Run:
         run, live, actor = t.run, t.live, t.principal.name
         if live is not None:
             t.writes.delete(Suspension, live.pk)
-            resolve_approval(t, ApprovalStatus.CANCELLED)
+            resolve_approval(t, live, ApprovalStatus.CANCELLED)
         final = AdmissionState.CANCELLED if self.state == RunState.CANCELLED else AdmissionState.DONE
         for open_state in (AdmissionState.ADMITTED, AdmissionState.STARTED):
             t.writes.update(Admission, {"run_id": run.id, "state": open_state}, state=final)

@@ -16,9 +16,9 @@ from suspensions.exceptions import (
     SuspensionExpired,
     VersionConflict,
 )
-from suspensions.models import Admission, AdmissionSource, Event, Run, RunState
+from suspensions.models import Admission, AdmissionSource, Event, Run, RunState, Suspension
 from suspensions.services.claiming import AdmissionDoor, through
-from suspensions.services.claims import Claimed, Locked, Version, write_events
+from suspensions.services.claims import Claimed, Locked, Version, check_deadline, write_events
 from tests.factories import ApprovalPauseFactory, SuspensionFactory, principal
 
 pytestmark = pytest.mark.django_db
@@ -28,15 +28,20 @@ def version_of(s, revision=None):
     return Version(run_id=s.run_id, suspension_id=s.id, run_revision=revision or s.run.revision)
 
 
-@dataclass
-class Probe(AdmissionDoor):
-    """The smallest claiming door: admit the input, write the event (its version and input are AdmissionDoor's)."""
+@dataclass(frozen=True)
+class Probe(AdmissionDoor[Suspension]):
+    """The smallest claiming door: the deadline, then admit the input and write the event (its version and input
+    are AdmissionDoor's, and so is its step 3)."""
 
     role: str = "bus"
     door: str | None = "admit"
 
-    def write(self, t: Locked) -> Claimed:
-        admission, admitted = self.admit(t, AdmissionSource.AGENT_REPLY)
+    def check(self, t: Locked, live: Suspension) -> Suspension:
+        check_deadline(live, t.now)
+        return live
+
+    def write(self, t: Locked, live: Suspension) -> Claimed:
+        admission, admitted = self.admit(t, live, AdmissionSource.AGENT_REPLY)
         write_events(t.writes, admitted)
         return Claimed(run=t.run, admission=admission)
 

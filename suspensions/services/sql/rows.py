@@ -199,9 +199,8 @@ class Writes:
         params = [f.get_db_prep_save(f.pre_save(row, True), db) for row in rows for f in fields]
         for row in rows:
             row._state.adding, row._state.db = False, db.alias
-        pk = model._meta.pk
-        assert pk is not None
-        if not isinstance(pk, AutoFieldMixin):
+        pk = model._meta.auto_field  # the primary key when the database generates it, else None
+        if pk is None:
             self.waiting.append((text, params, None))
             return
 
