@@ -10,18 +10,19 @@ in Django's sync thread; only the waiting itself is asynchronous.
 import asyncio
 import itertools
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from rest_framework import exceptions
 
 from .. import listening, presenters, scopes, selectors
-from ..exceptions import Forbidden, InvalidRequest, NotFound, ServiceError, Unauthenticated
+from ..exceptions import Forbidden, InvalidRequest, NotFound, ServiceError, Unauthenticated, Unavailable
 from ..models import Run
 from ..principals import Principal, for_user, has_staff_access
 from ..problems import PROBLEM, problem_json_response
@@ -29,6 +30,8 @@ from ..strictjson import MAX_SAFE_INTEGER
 from .authentication import BearerTokenAuthentication
 from .filtering import refuse_unknown
 
+# The two routes below (api/urls.py), for the ASGI process's own handler (suspensions_project/asgi.py).
+LONG_LIVED_PATH = re.compile(r"^/api/v1/(runs/[^/]+/wait|events/stream)$")
 WAIT_DEFAULT_SECONDS, WAIT_MAX_SECONDS = 30, 60
 STREAM_PAGE = 500
 KEEP_ALIVE_SECONDS = 15.0
@@ -49,9 +52,13 @@ def refusing(view: Callable[..., Any]) -> Callable[..., Any]:
             body |= {"detail": body["title"], "code": "method_not_allowed"}
             return JsonResponse(body, status=405, content_type=PROBLEM, headers={"Allow": "GET, HEAD"})
         try:
-            return await view(request, *args, **kwargs)  # type: ignore[no-any-return]
+            response = await view(request, *args, **kwargs)
         except ServiceError as error:
-            return problem_json_response(error)
+            response = problem_json_response(error)
+        except DatabaseError:  # the middleware that answers this elsewhere is not in the long-lived chain
+            response = problem_json_response(Unavailable())
+        response["Cache-Control"] = "no-store"  # as NoStoreMiddleware, not in that chain either
+        return response  # type: ignore[no-any-return]
 
     wrapped.__name__ = view.__name__
     wrapped.__doc__ = view.__doc__
@@ -81,8 +88,19 @@ def whole_number(params: Any, name: str, *, high: int = MAX_SAFE_INTEGER) -> int
     return int(text)
 
 
+def _then_release(function: Callable[..., T], *args: Any) -> T:
+    try:
+        return function(*args)
+    finally:
+        connection.close()  # back to the pool: a waiter holds no connection while it waits
+
+
 async def in_sync_thread(function: Callable[..., T], *args: Any) -> T:
-    return await sync_to_async(function)(*args)
+    """`function` on a thread of the loop's shared pool, its database connection returned when it is done.
+
+    Not Django's thread-sensitive default: under ASGI that is a thread per request, which would keep its
+    connection for the whole wait."""
+    return await sync_to_async(_then_release, thread_sensitive=False)(function, *args)
 
 
 # -- the long poll on one run ------------------------------------------------------------------
@@ -228,6 +246,5 @@ async def event_stream(request: HttpRequest) -> StreamingHttpResponse:
     """`GET /api/v1/events/stream?scope=...`: every event the caller may read, as Server-Sent Events."""
     principal, scope, after = await in_sync_thread(stream_request, request)
     response = StreamingHttpResponse(frames(principal, scope, after), content_type="text/event-stream")
-    response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"  # nginx: pass each message on as it comes
     return response

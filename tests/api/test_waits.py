@@ -224,7 +224,7 @@ def test_an_event_whose_id_was_drawn_first_but_committed_last_is_not_skipped(asg
     stream.close()
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the views read on a thread of their own, so the rows must be committed
 def test_refusals_through_the_django_test_client(client):
     """The same views answer in the Django process too (runserver, the test client): refusals are problem+json."""
     secret = secret_for("acme", "engine")
