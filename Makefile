@@ -100,7 +100,7 @@ run: install-runtime .env
 	@$(RUN_ENV) $(RUN_LOGS) $(PY) bin/supervise.py $(RUN_DB) \
 		--first "$(PY) manage.py migrate --noinput -v0" \
 		--first "$(PY) manage.py seed_demo -v0 --credentials var/credentials.txt" \
-		web "$(PY) manage.py runserver 127.0.0.1:$(PORT) --noreload --skip-checks" \
+		web ".venv/bin/uvicorn suspensions_project.asgi:application --host 127.0.0.1 --port $(PORT) --lifespan off --no-access-log --log-level warning" \
 		worker ".venv/bin/celery -A suspensions_project --quiet worker -Q celery,fanout,delivery --concurrency 1 -n worker@%h" \
 		sweeper ".venv/bin/celery -A suspensions_project --quiet worker -Q sweep --concurrency 1 -n sweeper@%h" \
 		beat ".venv/bin/celery -A suspensions_project --quiet beat --schedule var/celerybeat-schedule" \

@@ -193,6 +193,8 @@ def start_nginx(
                 "SUSPENSIONS_SERVER_NAME": "127.0.0.1",
                 "SUSPENSIONS_UPSTREAM": f"127.0.0.1:{upstream_port}",
                 "SUSPENSIONS_UPSTREAM_2": f"127.0.0.1:{second_upstream_port or upstream_port}",
+                # The waits' ASGI process: the gunicorn node here, which serves those views too.
+                "SUSPENSIONS_ASGI_UPSTREAM": f"127.0.0.1:{upstream_port}",
                 "SUSPENSIONS_ACCESS_LOG": str(access_log),
             },
             template,

@@ -12,6 +12,7 @@ from . import (
     notification_routes,
     receipts,
     views,
+    waits,
     webhooks,
 )
 
@@ -19,6 +20,8 @@ urlpatterns = [
     path("runs", views.RunList.as_view(), name="runs"),
     path("runs/<uuid:pk>", views.RunDetail.as_view(), name="run"),
     path("runs/<uuid:pk>/events", views.RunEvents.as_view(), name="run-events"),
+    path("runs/<uuid:pk>/wait", waits.run_wait, name="run-wait"),
+    path("events/stream", waits.event_stream, name="event-stream"),
     path("audit/public-key", audit.AuditPublicKey.as_view(), name="audit-public-key"),
     path("audit/export", audit.AuditExport.as_view(), name="audit-export"),
     path("runs/<uuid:pk>/suspend", views.Suspend.as_view(), name="run-suspend"),

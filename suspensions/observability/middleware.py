@@ -4,6 +4,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.signals import request_finished
 from django.dispatch import receiver
@@ -27,15 +28,33 @@ class RequestObservabilityMiddleware:
     series per run.
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+    # Both: under ASGI the waits' handler (suspensions_project/asgi.py) has only async-capable middleware, so a
+    # waiter is a coroutine and holds no thread.
+    sync_capable = True
+    async_capable = True
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        began = time.perf_counter()
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self.answered_async(request)
+        request_id, began = self.began(request)
+        return self.answered(request, self.get_response(request), request_id, began)
+
+    async def answered_async(self, request: HttpRequest) -> HttpResponse:
+        request_id, began = self.began(request)
+        return self.answered(request, await self.get_response(request), request_id, began)
+
+    def began(self, request: HttpRequest) -> tuple[str, float]:
         request_id = context.sane_request_id(request.META.get(META_KEY)) or context.new_request_id()
         # Cleared when the response is closed (below), after Django's own request logging.
         context.bind(request_id=request_id, request=request)
-        response = self.get_response(request)
+        return request_id, time.perf_counter()
+
+    def answered(self, request: HttpRequest, response: HttpResponse, request_id: str, began: float) -> HttpResponse:
         seconds = time.perf_counter() - began
         response[HEADER] = request_id
         route = route_of(request)

@@ -173,6 +173,13 @@ def get_run(run_id: str) -> Call[Run]:
     return Call("GET", f"/runs/{segment(run_id)}", of(Run.from_json))
 
 
+def wait_run(run_id: str, *, after_revision: int, timeout: int) -> Call[Run]:
+    """The run once its revision passes `after_revision`, or as it is after `timeout` seconds (at most 60): a long
+    poll the server holds without a thread (docs/api.md, "Waiting without webhooks")."""
+    params = query(after_revision=after_revision, timeout=timeout)
+    return Call("GET", f"/runs/{segment(run_id)}/wait", of(Run.from_json), params=params)
+
+
 def list_events(run_id: str, *, cursor: str | None = None, page_size: int | None = None) -> Call[Page[Event]]:
     """The run's audit timeline, oldest first."""
     params = query(cursor=cursor, page_size=page_size)

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._calls import RunRef, get_run, latest_admission, list_admissions, suspend
+from ._calls import RunRef, get_run, latest_admission, list_admissions, suspend, wait_run
 from ._transport import Call, Flow, Wait, ask
 from .claims import Admission
 from .errors import ClientError, NotFound
@@ -147,6 +147,10 @@ def paused(
     return suspend(run, reason=reason, pending=[pending_call(c) for c in calls], continuation=continuation, **options)
 
 
+# Each long poll asks the server to hold it at most this long: below the client's default HTTP timeout (30 s).
+LONG_POLL_SECONDS = 20
+
+
 def wait_for_admission(
     run_id: str,
     suspension_id: str,
@@ -157,22 +161,37 @@ def wait_for_admission(
 ) -> Flow[Outcome]:
     """Wait until the pause is answered: admitted, denied, expired or cancelled.
 
-    Polls the run every `poll_interval` seconds while it is paused on this
-    pause; with an `inbox` fed by the webhook receiver it also wakes as soon as
-    an event of the run arrives (then a long `poll_interval` is only the
-    safety net). A vote short of quorum keeps the run paused: the wait goes on.
+    Without an `inbox`, long-polls the run (`GET /runs/{id}/wait`): the server
+    answers as soon as the run moves, so the decision arrives within
+    milliseconds, with one request per `LONG_POLL_SECONDS` while nothing
+    happens. A server without that endpoint (older than it) is polled every
+    `poll_interval` seconds instead. With an `inbox` fed by the webhook
+    receiver it polls every `poll_interval` seconds and wakes as soon as an
+    event of the run arrives (then a long `poll_interval` is only the safety
+    net). A vote short of quorum keeps the run paused: the wait goes on.
     Raises `WaitTimeout` after `timeout` seconds.
     """
     deadline = time.monotonic() + timeout
+    long_poll = inbox is None
+    seen = inbox.count(run_id) if inbox is not None else 0
+    run = yield from ask(get_run(run_id))
     while True:
-        seen = inbox.count(run_id) if inbox is not None else 0
-        run = yield from ask(get_run(run_id))
         if not (run.state == "paused" and run.suspension_id == suspension_id):
             return (yield from outcome_of(run, suspension_id))
         left = deadline - time.monotonic()
         if left <= 0:
             raise WaitTimeout(run_id, suspension_id, timeout)
-        yield Wait(inbox, run_id, seen, min(poll_interval, left))
+        if long_poll:
+            seconds = max(1, min(LONG_POLL_SECONDS, int(left)))
+            try:
+                run = yield from ask(wait_run(run_id, after_revision=run.revision, timeout=seconds))
+                continue
+            except NotFound:
+                long_poll = False  # no such endpoint here (or the run is gone: the next read says which)
+        else:
+            yield Wait(inbox, run_id, seen, min(poll_interval, left))
+        seen = inbox.count(run_id) if inbox is not None else 0
+        run = yield from ask(get_run(run_id))
 
 
 def outcome_of(run: Run, suspension_id: str) -> Flow[Outcome]:
