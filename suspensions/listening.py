@@ -2,7 +2,7 @@
 who waits on what.
 
 Every event row announces itself at its commit (`NOTIFY suspensions_events '<run id> <event id>'`, migration
-0022). In the ASGI process (suspensions_project/asgi.py) one event loop serves every waiter, so one connection
+0023_event_announce). In the ASGI process (suspensions_project/asgi.py) one event loop serves every waiter, so one connection
 LISTENs for all of them and wakes, for each notification, the waits on that run and every event stream. A wait
 that was woken reads the database again: the notification says only that something happened.
 

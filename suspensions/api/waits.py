@@ -144,7 +144,7 @@ async def run_wait(request: HttpRequest, pk: UUID) -> HttpResponse:
 
 # -- the event stream --------------------------------------------------------------------------
 
-# Events strictly after the cursor in (tx, id) order (migration 0022). `ready`: written by a transaction older
+# Events strictly after the cursor in (tx, id) order (migration 0023_event_announce). `ready`: written by a transaction older
 # than every one still running, so nothing that commits later can come before it; a stream sends the ready ones
 # and stops at the first that is not, so it never skips an event whose id was drawn earlier but committed later.
 _AFTER = (

@@ -38,7 +38,7 @@ ALTER TABLE suspensions_event DROP COLUMN tx;
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("suspensions", "0021_checkpoints_per_workspace"),
+        ("suspensions", "0022_scope_id_indexes"),
     ]
 
     operations = [migrations.RunSQL(FORWARD, BACKWARD)]
