@@ -156,8 +156,12 @@ def main() -> None:
     try:
         result = asyncio.run(measure(port, process.pid, token, runs, args.waiters, args.wakes))
     finally:
-        process.terminate()
-        process.wait(30)
+        process.terminate()  # uvicorn waits for its open connections: a moment, then no longer
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
     result |= {"waiters": args.waiters, "runs": args.runs}
     print(json.dumps(result, indent=2))
     print(
