@@ -16,9 +16,11 @@
 from typing import Any
 
 from drf_spectacular.authentication import SessionScheme
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
+from drf_spectacular.plumbing import ResolvedComponent
 
 from .. import exceptions
+from ..wire.base import OpenAPI30
 from . import docs
 from .docs import samples
 from .idempotency import HEADER, REPLAYED
@@ -36,6 +38,25 @@ class StaffSessionScheme(SessionScheme):
     """The console's session cookie (active staff users only), described like DRF's own session scheme."""
 
     target_class = "suspensions.api.authentication.StaffSessionAuthentication"
+
+
+class RequestBodies(OpenApiSerializerExtension):
+    """A request body (suspensions/wire): its model's JSON Schema, as the request validates it, in OpenAPI 3.0's
+    dialect; each model it holds becomes a component of its own."""
+
+    target_class = "suspensions.wire.base.Body"
+    match_subclasses = True
+    priority = 1  # before drf-spectacular's own pydantic support, which documents the serialized form
+
+    def get_name(self, auto_schema: Any, direction: Any) -> str:
+        return str(self.target.__name__)
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = self.target.model_json_schema(schema_generator=OpenAPI30, mode="validation")
+        for name, definition in schema.pop("$defs", {}).items():
+            component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=definition)
+            auto_schema.registry.register_on_missing(component)
+        return schema  # type: ignore[no-any-return]
 
 
 METHODS = {"get", "put", "post", "patch", "delete", "head", "options", "trace"}

@@ -8,16 +8,19 @@ from django.conf import settings
 from django.db.models import F, Model, QuerySet
 from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
+from pydantic import ValidationError
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, selectors, services
-from ..exceptions import Forbidden, NotFound
+from .. import presenters, selectors, services, wire
+from ..exceptions import Forbidden, InvalidRequest, NotFound
 from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
 from ..principals import Principal
+from ..wire import requests
+from ..wire.base import given
 from . import bodies, docs, shapes
 from . import serializers as s
 from .authentication import principal_of
@@ -33,6 +36,17 @@ REPLAYED = PolymorphicProxySerializer(
 CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
 
 Row = TypeVar("Row", bound=Model)
+
+
+Model = TypeVar("Model", bound=wire.Body)
+
+
+def parsed(model: type[Model], request: Request) -> Model:
+    """The body as its model (suspensions/wire), or its refusal: 400 invalid_request naming each field."""
+    try:
+        return model.model_validate(request.data)
+    except ValidationError as exc:
+        raise InvalidRequest("The request has invalid fields.", errors=wire.field_errors(exc)) from None
 
 
 def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -52,10 +66,14 @@ def version_of(data: dict[str, Any]) -> services.Version:
     return services.Version(run_id=v["run_id"], suspension_id=v["suspension_id"], run_revision=v["run_revision"])
 
 
-def drift_guard(data: dict[str, Any]) -> dict[str, Any]:
+def claim_version(v: requests.ClaimVersion) -> services.Version:
+    return services.Version(run_id=v.run_id, suspension_id=v.suspension_id, run_revision=v.run_revision)
+
+
+def drift_guard(body: requests.DriftGuard) -> dict[str, Any]:
     """The version-drift guard's fields of a resume or start body
     (docs/api.md, "Version drift: `engine_version` and `accept_drift`"), as the services take them."""
-    return {"engine_version": data.get("engine_version"), "accept_drift": data.get("accept_drift", False)}
+    return {"engine_version": given(body.engine_version, None), "accept_drift": given(body.accept_drift, False)}
 
 
 def created(body: dict[str, Any], fresh: bool) -> Response:
@@ -121,37 +139,37 @@ def callback_url(request: Request, suspension: Suspension) -> str:
 
 
 class Suspend(APIView):
-    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: shapes.PausedOut}))
+    @extend_schema(**docs.operation("suspend_run", request=requests.Suspend, ok={201: shapes.PausedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Suspend, request)
+        body = parsed(requests.Suspend, request)
         raw = request.data
-        # Stored as given: the raw objects, not DRF's re-shaped copy.
+        # Stored as given: the raw objects, not the model's copy.
         paused = services.pause_run(
             principal=principal_of(request),
             run_id=pk,
-            revision=data["revision"],
-            reason=data["reason"],
+            revision=body.revision,
+            reason=body.reason,
             pending=raw["pending"],
             continuation=raw["continuation"],
-            ttl_seconds=data.get("ttl_seconds"),
+            ttl_seconds=given(body.ttl_seconds, None),
             approval=raw.get("approval"),
-            engine_version=data.get("engine_version", ""),
-            tags=data.get("tags", ()),
+            engine_version=given(body.engine_version, ""),
+            tags=given(body.tags, ()),
         )
-        url = callback_url(request, paused.suspension) if data.get("callback") else None
+        url = callback_url(request, paused.suspension) if body.callback is True else None
         return Response(presenters.paused_body(paused, url), status=201)
 
 
 class Resume(APIView):
-    @extend_schema(**docs.operation("resume_run", request=s.Resume, ok=CLAIMED))
+    @extend_schema(**docs.operation("resume_run", request=requests.Resume, ok=CLAIMED))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Resume, request)
+        body = parsed(requests.Resume, request)
         claimed = services.resume_run(
             principal=principal_of(request),
             run_id=pk,
-            version=version_of(data),
-            results=data["results"],
-            **drift_guard(data),
+            version=claim_version(body.version),
+            results=request.data["results"],  # kept as sent: the digest binds the exact results
+            **drift_guard(body),
         )
         return created(presenters.claimed_body(claimed), claimed.fresh)
 
