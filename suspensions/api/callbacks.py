@@ -14,26 +14,26 @@ from rest_framework.views import APIView
 from .. import presenters, services
 from ..exceptions import NotFound
 from ..wire import requests
+from ..wire.base import given
 from . import docs, shapes
-from . import serializers as s
 from .authentication import principal_of
-from .views import CLAIMED, claim_version, created, drift_guard, parsed, validated
+from .views import CLAIMED, claim_version, created, drift_guard, parsed
 
 
 class EarlyResults(APIView):
     @extend_schema(
         **docs.operation(
-            "keep_early_result", request=s.KeepEarlyResult, ok={200: shapes.EarlyOut, 201: shapes.EarlyOut}
+            "keep_early_result", request=requests.KeepEarlyResult, ok={200: shapes.EarlyOut, 201: shapes.EarlyOut}
         )
     )
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.KeepEarlyResult, request)
+        body = parsed(requests.KeepEarlyResult, request)
         kept = services.keep_early_result(
             principal=principal_of(request),
             run_id=pk,
-            call_id=data["call_id"],
-            content=data["content"],
-            ttl_seconds=data.get("ttl_seconds"),
+            call_id=body.call_id,
+            content=body.content,
+            ttl_seconds=given(body.ttl_seconds, None),
         )
         return created(presenters.early_result_body(kept), kept.fresh)
 

@@ -1,8 +1,9 @@
 """OpenAPI post-processing: what drf-spectacular cannot infer from the views.
 
-- The tags in the order the docs show them, and help for request fields the
-  docs package describes (api/docs); each operation's own words, examples and
-  problem+json answers come from `docs.operation` on its view.
+- The request bodies (suspensions/wire): each model's JSON Schema, as the
+  request validates it, in OpenAPI 3.0's dialect (`RequestBodies`).
+- The tags in the order the docs show them; each operation's own words,
+  examples and problem+json answers come from `docs.operation` on its view.
 - The headers of a 401 (the Bearer challenge) and a 503 (Retry-After).
 - Optional query filters ignore an empty value (django-filter's behaviour,
   which the console's GET forms rely on): `allowEmptyValue` says so.
@@ -70,15 +71,6 @@ HEADERS = {
 def problem_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular POSTPROCESSING_HOOKS entry."""
     result["tags"] = docs.TAGS
-    schemas = result.get("components", {}).get("schemas", {})
-    for name, fields in docs.FIELD_HELP.items():
-        properties = schemas.get(name, {}).get("properties", {})
-        for field, text in fields.items():
-            if field not in properties or "description" in properties[field]:
-                continue
-            if "$ref" in properties[field]:  # OpenAPI 3.0 ignores the siblings of a $ref
-                properties[field] = {"allOf": [properties[field]]}
-            properties[field]["description"] = text
     for item in result.get("paths", {}).values():
         for method, operation in item.items():
             if method not in METHODS:

@@ -9,7 +9,7 @@ from django.db.models import F, Model, QuerySet
 from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
 from pydantic import ValidationError
-from rest_framework import generics, serializers
+from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,9 +20,8 @@ from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
 from ..principals import Principal
 from ..wire import requests
-from ..wire.base import given
-from . import bodies, docs, shapes
-from . import serializers as s
+from ..wire.base import MISSING, given
+from . import docs, shapes
 from .authentication import principal_of
 from .idempotency import idempotent
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
@@ -47,23 +46,6 @@ def parsed(model: type[Model], request: Request) -> Model:
         return model.model_validate(request.data)
     except ValidationError as exc:
         raise InvalidRequest("The request has invalid fields.", errors=wire.field_errors(exc)) from None
-
-
-def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
-    """The body's validated data: a hot body's flat check first (api.bodies), else its serializer."""
-    check = bodies.CHECKS.get(serializer_class)
-    if check is not None:
-        data = bodies.plainly(check, request.data)
-        if data is not None:
-            return data
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data  # type: ignore[return-value]
-
-
-def version_of(data: dict[str, Any]) -> services.Version:
-    v = data["version"]
-    return services.Version(run_id=v["run_id"], suspension_id=v["suspension_id"], run_revision=v["run_revision"])
 
 
 def claim_version(v: requests.ClaimVersion) -> services.Version:
@@ -102,11 +84,17 @@ class RunList(generics.ListAPIView):
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
-    @extend_schema(**docs.operation("register_run", request=s.RegisterRun, ok={201: shapes.RunOut}))
+    @extend_schema(**docs.operation("register_run", request=requests.RegisterRun, ok={201: shapes.RunOut}))
     @idempotent
     def post(self, request: Request) -> Response:
-        data = validated(s.RegisterRun, request)
-        run = services.register_run(principal=principal_of(request), **data)
+        body = parsed(requests.RegisterRun, request)
+        run = services.register_run(
+            principal=principal_of(request),
+            agent_id=body.agent_id,
+            scope=given(body.scope, None),
+            session_id=body.session_id,
+            tags=given(body.tags, ()),
+        )
         return Response(presenters.run_body(run), status=201)
 
 
@@ -175,24 +163,29 @@ class Resume(APIView):
 
 
 class Complete(APIView):
-    @extend_schema(**docs.operation("complete_run", request=s.Revision, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("complete_run", request=requests.Revision, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Revision, request)
-        return Response(presenters.run_body(services.complete_run(principal=principal_of(request), run_id=pk, **data)))
+        revision = parsed(requests.Revision, request).revision
+        return Response(
+            presenters.run_body(services.complete_run(principal=principal_of(request), run_id=pk, revision=revision))
+        )
 
 
 class Fail(APIView):
-    @extend_schema(**docs.operation("fail_run", request=s.Fail, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("fail_run", request=requests.Fail, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Fail, request)
-        return Response(presenters.run_body(services.fail_run(principal=principal_of(request), run_id=pk, **data)))
+        body = parsed(requests.Fail, request)
+        run = services.fail_run(principal=principal_of(request), run_id=pk, revision=body.revision, error=body.error)
+        return Response(presenters.run_body(run))
 
 
 class Cancel(APIView):
-    @extend_schema(**docs.operation("cancel_run", request=s.Revision, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("cancel_run", request=requests.Revision, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Revision, request)
-        return Response(presenters.run_body(services.cancel_run(principal=principal_of(request), run_id=pk, **data)))
+        revision = parsed(requests.Revision, request).revision
+        return Response(
+            presenters.run_body(services.cancel_run(principal=principal_of(request), run_id=pk, revision=revision))
+        )
 
 
 # -- suspensions and approvals --------------------------------------------------
@@ -234,18 +227,21 @@ class ApprovalList(SuspensionList):
 
 class Decide(APIView):
     @extend_schema(
-        **docs.operation("decide_approval", request=s.Decide, ok={200: REPLAYED, 201: DECISION, 202: shapes.VotedOut})
+        **docs.operation(
+            "decide_approval", request=requests.Decide, ok={200: REPLAYED, 201: DECISION, 202: shapes.VotedOut}
+        )
     )
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Decide, request)
+        body = parsed(requests.Decide, request)
+        calls = None if body.calls is MISSING else [{"id": c.id, "arguments": c.arguments} for c in body.calls]
         decision = services.decide(
             principal=principal_of(request),
             suspension_id=pk,
-            version=version_of(data),
-            decision=data["decision"],
-            reason=data.get("reason", ""),
-            response=data.get("response", ""),
-            calls=data.get("calls"),
+            version=claim_version(body.version),
+            decision=body.decision,
+            reason=given(body.reason, ""),
+            response=given(body.response, ""),
+            calls=calls,
         )
         if isinstance(decision, services.Denied):
             return created(presenters.denied_body(decision), decision.fresh)
@@ -273,15 +269,15 @@ class RunAdmissions(generics.ListAPIView):
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.get_paginated_response(admission_rows(self.paginate_queryset(self.get_queryset())))
 
-    @extend_schema(**docs.operation("admit_agent_reply", request=s.Admit, ok=CLAIMED))
+    @extend_schema(**docs.operation("admit_agent_reply", request=requests.Admit, ok=CLAIMED))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Admit, request)
+        body = parsed(requests.Admit, request)
         claimed = services.admit_reply(
             principal=principal_of(request),
             run_id=pk,
-            version=version_of(data),
-            input=data["input"],
-            reply_with=data["reply_with"],
+            version=claim_version(body.version),
+            input=body.input,
+            reply_with=body.reply_with,
         )
         return created(presenters.claimed_body(claimed), claimed.fresh)
 
@@ -324,9 +320,9 @@ class AdmissionList(generics.ListAPIView):
 
 
 class StartAdmission(APIView):
-    @extend_schema(**docs.operation("start_admission", request=s.Start, ok={201: shapes.ClaimedOut}))
+    @extend_schema(**docs.operation("start_admission", request=requests.Start, ok={201: shapes.ClaimedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         # No body, null or {}: no fields; else only the drift guard's, anything else refused before the start.
-        data = validated(s.Start, request) if request.data not in (None, {}) else {}
-        claimed = services.start_admission(principal=principal_of(request), admission_id=pk, **drift_guard(data))
+        body = parsed(requests.Start, request) if request.data not in (None, {}) else requests.Start()
+        claimed = services.start_admission(principal=principal_of(request), admission_id=pk, **drift_guard(body))
         return created(presenters.claimed_body(claimed), True)

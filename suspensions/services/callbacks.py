@@ -80,7 +80,7 @@ class CallbackResume(OneShot):
         assert grant is not None
         if self.version.suspension_id != grant.suspension_id or t.run.id != grant.run_id:
             raise NotFound("no such callback")  # a body naming another pause: the token does not cover it
-        # No reason check: only external_tool pauses get a callback URL (api.serializers.Suspend).
+        # No reason check: only external_tool pauses get a callback URL (wire.requests.Suspend).
 
     def check(self, t: Locked) -> None:
         grant = self.grant

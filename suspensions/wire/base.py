@@ -13,7 +13,8 @@ and unpaired surrogates anywhere in the body.
 import base64
 import binascii
 import uuid
-from typing import Annotated, Any, NoReturn, TypeVar
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
 from pydantic import (
     MISSING,
@@ -63,6 +64,8 @@ def refuse(message: str, *at: str | int) -> NoReturn:
 
 # -- the field types ----------------------------------------------------------------------------
 
+# A pause's reason: models.Reason's values (tests/api/test_bodies.py holds them together).
+ReasonName = Literal["approval", "external_tool", "agent_reply"]
 # At most ±2^53 unless the field says less: beyond it a JSON reader may round the value.
 Int = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 Count = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
@@ -139,6 +142,16 @@ Tags = Annotated[
     Field(max_length=tags.MAX_TAGS, description="Your labels: " + tags.RULE + " Lists filter on them with `?tag=`."),
     AfterValidator(_tags),
 ]
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """`Annotated[str, OneOf(values)]`: one of `values` (a model's choices, a list of event types)."""
+
+    values: tuple[str, ...]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.literal_schema(list(self.values))
 
 
 def _object(value: Any) -> Any:

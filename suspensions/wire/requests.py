@@ -1,12 +1,17 @@
 """The request bodies of runs, pauses and claims (docs/api.md, "7. Endpoints"), each declared once: the model
 validates the body, writes its refusals (api/views.validated) and is the OpenAPI request schema (api/docs)."""
 
+import re
+from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
+from django.utils.dateparse import parse_datetime
 from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, model_validator
 
-from .. import policies
+from .. import digests, policies
 from ..models import Reason
+from ..services.closure import SCHEMA_VERSION as CLOSURE_SCHEMA_VERSION
+from ..services.early import MAX_TTL as EARLY_MAX_TTL
 from .base import (
     MAX_TTL,
     MISSING,
@@ -19,7 +24,8 @@ from .base import (
     NotNull,
     Number,
     Open,
-    Revision,
+    ReasonName,
+    Shown,
     Shown200,
     ShownKept,
     ShownOrBlank,
@@ -28,11 +34,12 @@ from .base import (
     Trimmed,
     Ttl,
     Uuid,
+    given,
     refuse,
 )
-
-# Reason's values (tests/api/test_bodies.py holds them together).
-ReasonName = Literal["approval", "external_tool", "agent_reply"]
+from .base import (
+    Revision as RunRevision,
+)
 
 
 class RegisterRun(Body):
@@ -193,8 +200,11 @@ class ApprovalPolicy(Body):
 
 
 class Suspend(Body):
-    revision: Revision
-    reason: ReasonName
+    revision: RunRevision = Field(description="The run's current revision.")
+    reason: ReasonName = Field(
+        description="Who answers: an approver (`approval`), the engine itself (`external_tool`) or another agent "
+        "(`agent_reply`)."
+    )
     pending: list[PendingCall] = Field(
         min_length=1,
         description="At least one call, ids unique. An `agent_reply` pause holds exactly one, with `reply_with`.",
@@ -254,7 +264,7 @@ class ClaimVersion(Body):
 
     run_id: Uuid = Field(description="The run in the path.")
     suspension_id: Uuid = Field(description="The pause's `id`.")
-    run_revision: Revision = Field(description="The pause's `run_revision` (the run's revision while paused).")
+    run_revision: RunRevision = Field(description="The pause's `run_revision` (the run's revision while paused).")
 
 
 class Result(Body):
@@ -291,3 +301,129 @@ class Resume(DriftGuard):
         min_length=1,
         description="One result per pending call, in any order; a retry must send the same list in the same order.",
     )
+
+
+class Revision(Body):
+    revision: RunRevision = Field(description="The run's current revision; after a claim, its `claimed_revision`.")
+
+
+class Fail(Body):
+    revision: RunRevision = Field(description="The run's current revision; after a claim, its `claimed_revision`.")
+    error: Annotated[Text, Field(max_length=10000)] = Field(
+        description="Why the run failed; kept as the run's `error`."
+    )
+
+
+class Start(DriftGuard):
+    """A start carries no fields but the drift guard's: no body, `null`, `{}`, or `{engine_version, accept_drift}`."""
+
+
+class KeepEarlyResult(Body):
+    """A tool result that may come before its pause
+    (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause")."""
+
+    call_id: Shown200 = Field(description="The id the pending call will have.")
+    content: Any = Field(description="What the tool returned: any JSON, as in a one-shot resume.")
+    ttl_seconds: Annotated[int, Field(ge=1, le=EARLY_MAX_TTL)] | MISSING = Field(
+        MISSING, description=f"How long it is kept unused: 1 to {EARLY_MAX_TTL} seconds; absent: 3600."
+    )
+
+
+class Admit(Body):
+    version: ClaimVersion
+    input: JSONText = Field(
+        description='The reply: a string holding JSON (e.g. "{\\"answer\\": 12}"), not an object; kept byte for byte.'
+    )
+    reply_with: Shown200 = Field(description="The pending call's `reply_with`: the question this answers.")
+
+
+# -- decisions ----------------------------------------------------------------------------------
+
+
+class EditedCall(Body):
+    id: Shown200
+    arguments: JSONText = Field(description="The edited arguments: a string holding JSON, like a pending call's.")
+
+
+class Decide(Body):
+    version: ClaimVersion = Field(description="The approval's `version` (`GET /approvals/{id}`).")
+    decision: Literal["approve", "deny", "respond"] = Field(
+        description="`approve` admits the pending calls; `deny` fails the run with `reason`; `respond` admits the "
+        "run with your `response` instead of running the calls."
+    )
+    reason: Annotated[Trimmed, Field(max_length=10000)] | MISSING = Field(
+        MISSING, description="Kept as the note of an approval; required, and not blank, for a denial."
+    )
+    response: Annotated[Kept, Field(max_length=100_000)] | MISSING = Field(
+        MISSING, description="respond: the answer the run resumes with."
+    )
+    calls: Annotated[list[EditedCall], Field(max_length=1000)] | MISSING = Field(
+        MISSING, description="approve: edited arguments of editable calls."
+    )
+
+    @model_validator(mode="after")
+    def _fits_the_decision(self) -> Self:
+        if self.decision == "deny" and not given(self.reason, "").strip():
+            refuse("A denial needs a reason.", "reason")
+        if self.decision == "respond" and not given(self.response, "").strip():
+            refuse("A response needs words.", "response")
+        if self.decision != "respond" and self.response is not MISSING:
+            refuse("Only a respond decision carries a response.", "response")
+        if self.decision != "approve" and self.calls is not MISSING:
+            refuse("Only an approve decision edits calls.", "calls")
+        return self
+
+
+# -- closure of an uncertain start (docs/api.md, "7.6 Closure of an uncertain start") ----------
+
+
+def _aware(value: Any) -> datetime:
+    """RFC 3339 with an explicit offset: a proof's window must not depend on the server's time zone."""
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        refuse("Give an RFC 3339 time with its offset, e.g. 2026-01-01T12:00:00Z.")
+    moment = digests.utc_or_none(parsed)
+    if moment is None:
+        # 0001-01-01T00:00:00+01:00 is a valid RFC 3339 time whose UTC instant falls before year 1.
+        refuse("The time falls outside years 1 to 9999 in UTC.")
+    return moment
+
+
+AwareTime = Annotated[datetime, PlainValidator(_aware), WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+def _sha256(value: str) -> str:
+    if not HEX_SHA256.fullmatch(value):
+        refuse("Must be a lowercase hex SHA-256 digest.")
+    return value
+
+
+HEX_SHA256 = re.compile(r"[0-9a-f]{64}")
+Digest = Annotated[Text, AfterValidator(_sha256), WithJsonSchema({"type": "string", "pattern": "^[0-9a-f]{64}$"})]
+
+
+class Close(Body):
+    """The closure request; unknown keys (an `actor`, say) are refused: the actor is the authenticated operator."""
+
+    schema_version: Annotated[int, Field(ge=1, le=CLOSURE_SCHEMA_VERSION)] = Field(description="`1`.")
+    version: ClaimVersion = Field(description="The latest admission's `version`.")
+    admission_digest: Digest = Field(description="The latest admission's `request_digest`.")
+    start_digest: Digest = Field(description="The latest admission's start receipt `digest`.")
+    run_revision: RunRevision = Field(description="The run's current `revision`.")
+    issuer: Shown200 = Field(description="Who issued the proof (a runbook, a tool).")
+    issuer_revision: Shown200 = Field(description="The issuer's version.")
+    proof_ref: Annotated[Shown, Field(max_length=2000)] = Field(
+        description="Where the proof is (an incident, a log link)."
+    )
+    proof_digest: Digest = Field(description="Lowercase hex SHA-256 of the proof.")
+    observed_at: AwareTime = Field(description="When the proof was observed; not after now. RFC 3339 with an offset.")
+    expires_at: AwareTime = Field(description="Until when the proof holds; after now and after `observed_at`.")
+
+    @model_validator(mode="after")
+    def _window(self) -> Self:
+        if self.expires_at <= self.observed_at:
+            refuse("Must be after observed_at.", "expires_at")
+        return self
