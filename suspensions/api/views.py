@@ -37,10 +37,10 @@ CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
 Row = TypeVar("Row", bound=Model)
 
 
-Model = TypeVar("Model", bound=wire.Body)
+B = TypeVar("B", bound=wire.Body)
 
 
-def parsed(model: type[Model], request: Request) -> Model:
+def parsed(model: type[B], request: Request) -> B:
     """The body as its model (suspensions/wire), or its refusal: 400 invalid_request naming each field."""
     try:
         return model.model_validate(request.data)

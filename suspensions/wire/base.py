@@ -138,7 +138,7 @@ def _tags(value: list[str]) -> list[str]:
 
 
 Tags = Annotated[
-    list[Annotated[str, Field(max_length=tags.MAX_LENGTH)]],
+    list[Annotated[str, Field(min_length=1, max_length=tags.MAX_LENGTH)]],
     Field(max_length=tags.MAX_TAGS, description="Your labels: " + tags.RULE + " Lists filter on them with `?tag=`."),
     AfterValidator(_tags),
 ]
@@ -186,14 +186,26 @@ NOT_AN_OBJECT = {"model_type", "model_attributes_type", "dict_type"}
 
 
 def field_errors(exc: ValidationError) -> dict[str, Any]:
-    """The body's refusals as `errors`: each field path (`pending` > `0` > `arguments`) to its messages."""
+    """The body's refusals as `errors`: each field path (`pending` > `0` > `arguments`) to its messages.
+
+    An object with unknown keys is refused for them alone: its other fields are not reported.
+    """
+    errors = exc.errors(include_url=False)
+    unknown = {error["loc"][:-1] for error in errors if error["type"] == "extra_forbidden"}
     tree: dict[str, Any] = {}
-    for error in exc.errors(include_url=False, include_input=False):
-        at = [str(step) for step in (*error["loc"], *error.get("ctx", {}).get("at", ()))]
-        message = "Expected a JSON object." if error["type"] in NOT_AN_OBJECT else error["msg"]
-        if error["type"] in NOT_AN_OBJECT or not at:
+    for error in errors:
+        loc = error["loc"]
+        if error["type"] != "extra_forbidden" and any(loc[: len(place)] == place for place in unknown):
+            continue
+        at = [str(step) for step in (*loc, *error.get("ctx", {}).get("at", ()))]
+        message = WORDS.get(error["type"], error["msg"])
+        if error["type"] in NOT_AN_OBJECT:
+            message = "This field may not be null." if error["input"] is None else "Expected a JSON object."
+            if error["input"] is not None or not at:
+                at.append("non_field_errors")
+        elif not at:
             at.append("non_field_errors")
-        _put(tree, at, WORDS.get(error["type"], message))
+        _put(tree, at, message)
     return tree
 
 

@@ -91,6 +91,15 @@ class Message(Open):
     tool_calls: list[Any] | MISSING = MISSING
     tool_call_id: str | MISSING = MISSING
 
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, data: Any) -> Any:
+        if type(data) is not dict:
+            refuse("Expected a message object.")
+        if "content" not in data:  # the one refusal of a message without it
+            refuse("This field is required.", "content")
+        return data
+
 
 class Continuation(Body):
     messages: list[Message] = Field(
