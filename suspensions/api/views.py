@@ -35,8 +35,6 @@ REPLAYED = PolymorphicProxySerializer(
 CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
 
 Row = TypeVar("Row", bound=Model)
-
-
 B = TypeVar("B", bound=wire.Body)
 
 
