@@ -234,7 +234,7 @@ def split_pass(secret: str, n: int) -> dict[str, dict[str, float]]:
 
     Three passes after a warm-up one, each part the median of the passes.
     This thread's CPU time is added up around the project's authentication,
-    the view's body validation (`views.validated`) and the service call
+    the view's body validation (`views.parsed`) and the service call
     (its statements, ORM or SQL, with BEGIN and COMMIT, and the rows and
     digests it builds). floor: the floor request's whole CPU; auth: the auth
     request's beyond it (the project's authentication and throttle instead
@@ -260,7 +260,7 @@ def split_pass(secret: str, n: int) -> dict[str, dict[str, float]]:
 
         setattr(owner, name, wrapper)
 
-    timed(views, "validated", "validation")
+    timed(views, "parsed", "validation")
     for name in ("pause_run", "resume_run", "register_run", "decide", "start_admission"):
         timed(services, name, "statements")
     local = in_process(secret)

@@ -105,7 +105,9 @@ async def measure(port: int, pid: int, token: str, runs: list[str], waiters: int
         ]
         await asyncio.sleep(0.05)
     held = await held_until_stable(pid)
-    print(f"holding {waiters}: RSS {held} KiB; {sum(len(v) for v in answered.values())} answered early", file=sys.stderr)
+    print(
+        f"holding {waiters}: RSS {held} KiB; {sum(len(v) for v in answered.values())} answered early", file=sys.stderr
+    )
     engine = common.principal("bench", ["engine"])
     from suspensions import services
 

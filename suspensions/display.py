@@ -5,7 +5,7 @@ of its plain-text body. A line break inside one would start a line the
 engine wrote, such as a forged `Approve:` link above the real one; a
 bidirectional override would show the text in another order than it is.
 The API refuses these characters in every name and id a person sees
-(api/fields.ShownStr, docs/api.md "Names and ids"); what is rendered escapes
+(wire/base.Shown, docs/api.md "Names and ids"); what is rendered escapes
 them anyway (`escaped`), for rows stored before the rule and for arguments,
 whose JSON may hold raw line breaks between its values.
 """

@@ -2,9 +2,9 @@
 who waits on what.
 
 Every event row announces itself at its commit (`NOTIFY suspensions_events '<run id> <event id>'`, migration
-0023_event_announce). In the ASGI process (suspensions_project/asgi.py) one event loop serves every waiter, so one connection
-LISTENs for all of them and wakes, for each notification, the waits on that run and every event stream. A wait
-that was woken reads the database again: the notification says only that something happened.
+0023_event_announce). In the ASGI process (suspensions_project/asgi.py) one event loop serves every waiter, so one
+connection LISTENs for all of them and wakes, for each notification, the waits on that run and every event stream. A
+wait that was woken reads the database again: the notification says only that something happened.
 
 Under WSGI (runserver, the test client, a sync gunicorn), each async view runs in an event loop of its own, so
 each gets its own hub and connection while it waits: correct, one connection per waiter; production routes the

@@ -448,6 +448,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"displayOperationId": True},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two `format` fields: the webhook's as answered (with labels) and as asked (suspensions/wire); one name each.
+    "ENUM_NAME_OVERRIDES": {"WebhookFormatEnum": "suspensions.models.WebhookFormat.choices"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "suspensions.api.schema.problem_responses",

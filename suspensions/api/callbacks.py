@@ -13,26 +13,27 @@ from rest_framework.views import APIView
 
 from .. import presenters, services
 from ..exceptions import NotFound
+from ..wire import requests
+from ..wire.base import given
 from . import docs, shapes
-from . import serializers as s
 from .authentication import principal_of
-from .views import CLAIMED, created, drift_guard, validated, version_of
+from .views import CLAIMED, claim_version, created, drift_guard, parsed
 
 
 class EarlyResults(APIView):
     @extend_schema(
         **docs.operation(
-            "keep_early_result", request=s.KeepEarlyResult, ok={200: shapes.EarlyOut, 201: shapes.EarlyOut}
+            "keep_early_result", request=requests.KeepEarlyResult, ok={200: shapes.EarlyOut, 201: shapes.EarlyOut}
         )
     )
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.KeepEarlyResult, request)
+        body = parsed(requests.KeepEarlyResult, request)
         kept = services.keep_early_result(
             principal=principal_of(request),
             run_id=pk,
-            call_id=data["call_id"],
-            content=data["content"],
-            ttl_seconds=data.get("ttl_seconds"),
+            call_id=body.call_id,
+            content=body.content,
+            ttl_seconds=given(body.ttl_seconds, None),
         )
         return created(presenters.early_result_body(kept), kept.fresh)
 
@@ -44,12 +45,12 @@ class Callback(APIView):
     permission_classes = [AllowAny]
     throttle_classes: list[Any] = []
 
-    @extend_schema(**docs.operation("resume_by_callback", request=s.Resume, ok=CLAIMED))
+    @extend_schema(**docs.operation("resume_by_callback", request=requests.Resume, ok=CLAIMED))
     def post(self, request: Request, token: str) -> Response:
         services.callbacks.grant_of(token)  # a token that does not hold is a 404 before the body is read
-        data = validated(s.Resume, request)
+        body = parsed(requests.Resume, request)
         claimed = services.resume_by_callback(
-            token=token, version=version_of(data), results=data["results"], **drift_guard(data)
+            token=token, version=claim_version(body.version), results=request.data["results"], **drift_guard(body)
         )
         return created(presenters.claimed_body(claimed), claimed.fresh)
 

@@ -26,12 +26,10 @@ from rest_framework.views import APIView
 
 from ..exceptions import InvalidRequest, ServiceError, Unavailable
 from ..principals import Principal
-from . import bodies, docs, views
-from . import serializers as s
+from ..wire import requests
+from . import docs, views
 from .authentication import principal_of
 from .errors import as_service_error, problem_body
-
-Item = tuple[uuid.UUID, dict[str, Any]]
 
 
 class DecisionResultOut(serializers.Serializer):
@@ -46,34 +44,13 @@ class DecisionsOut(serializers.Serializer):
     results = DecisionResultOut(many=True, help_text="One result per item, in the items' order.")
 
 
-def plain_items(body: Any) -> list[Item] | None:
-    """Every item through the single decide's flat check (api.bodies), or None: then the serializer decides."""
-    if type(body) is not dict or set(body) != {"items"}:
-        return None
-    items = body["items"]
-    if type(items) is not list or not 1 <= len(items) <= s.MAX_DECISIONS:
-        return None
-    out: list[Item] = []
-    for item in items:
-        if type(item) is not dict or type(item.get("approval_id")) is not str:
-            return None
-        try:
-            approval_id = uuid.UUID(item["approval_id"])
-        except ValueError:
-            return None
-        data = bodies.plainly(bodies.decide, {k: v for k, v in item.items() if k != "approval_id"})
-        if data is None:
-            return None
-        out.append((approval_id, data))
-    return out
-
-
 def paths(errors: Any, prefix: str = "") -> dict[str, list[str]]:
-    """DRF's nested errors as {path: messages}, the path as a client writes it: `items[3].version.run_id`."""
+    """The body's nested `errors` (wire.field_errors) as {path: messages}, each path as a client writes it:
+    `items[3].version.run_id`."""
     if isinstance(errors, dict):
         found: dict[str, list[str]] = {}
         for key, value in errors.items():
-            if isinstance(key, int):
+            if str(key).isdigit():
                 where = f"{prefix}[{key}]"
             elif key == "non_field_errors":
                 where = prefix or key
@@ -81,8 +58,6 @@ def paths(errors: Any, prefix: str = "") -> dict[str, list[str]]:
                 where = f"{prefix}.{key}" if prefix else str(key)
             found |= paths(value, where)
         return found
-    if isinstance(errors, list) and any(isinstance(e, (dict, list)) for e in errors):
-        return {k: v for i, e in enumerate(errors) for k, v in paths(e, f"{prefix}[{i}]").items()}
     return {prefix: [str(e) for e in errors]} if isinstance(errors, list) else {prefix: [str(errors)]}
 
 
@@ -91,33 +66,33 @@ def refused(errors: dict[str, list[str]]) -> InvalidRequest:
     return InvalidRequest(f"{first}: {' '.join(errors[first])} Nothing was decided.", errors=errors)
 
 
-def items_of(body: Any) -> list[Item]:
+def items_of(body: Any) -> list[requests.DecideItem]:
     """The list's items, every one checked before the first claim; a fault anywhere is one 400 naming its path."""
-    items = plain_items(body)
-    if items is None:
-        serializer = s.DecideMany(data=body)
-        if not serializer.is_valid():
-            raise refused(paths(serializer.errors))
-        valid = serializer.validated_data["items"]
-        items = [(d["approval_id"], {k: v for k, v in d.items() if k != "approval_id"}) for d in valid]
+    try:
+        items = views.parsed_data(requests.DecideMany, body).items
+    except InvalidRequest as exc:
+        raise refused(paths(exc.extra.get("errors", {}))) from None
     errors: dict[str, list[str]] = {}
     seen: dict[uuid.UUID, int] = {}
-    for i, (approval_id, data) in enumerate(items):
-        if approval_id in seen:
-            errors[f"items[{i}].approval_id"] = [f"The same approval as items[{seen[approval_id]}]: decide it once."]
-        seen.setdefault(approval_id, i)
+    for i, item in enumerate(items):
+        if item.approval_id in seen:
+            errors[f"items[{i}].approval_id"] = [
+                f"The same approval as items[{seen[item.approval_id]}]: decide it once."
+            ]
+        seen.setdefault(item.approval_id, i)
         # The single decide refuses this too (400, before any write): here it would decide the rest.
-        if str(data["version"]["suspension_id"]) != str(approval_id):
+        if item.version.suspension_id != item.approval_id:
             errors[f"items[{i}].version.suspension_id"] = ["Must be the item's approval_id."]
     if errors:
         raise refused(errors)
     return items
 
 
-def decided(principal: Principal, approval_id: uuid.UUID, data: dict[str, Any]) -> dict[str, Any]:
+def decided(principal: Principal, item: requests.DecideItem) -> dict[str, Any]:
     """One item, as its single decide answers it: its status and body, a refusal as its problem."""
+    approval_id = item.approval_id
     try:
-        status, body = views.decide(principal, approval_id, data)
+        status, body = views.decide(principal, approval_id, item)
     except (ServiceError, DatabaseError) as exc:
         error = as_service_error(exc) or Unavailable()
         status, body = error.status, problem_body(error)
@@ -128,11 +103,11 @@ class DecideMany(APIView):
     @extend_schema(
         **docs.operation(
             "decide_approvals",
-            request=s.DecideMany,
+            request=requests.DecideMany,
             ok={200: OpenApiResponse(DecisionsOut, description="Each item's answer, in the items' order.")},
         )
     )
     def post(self, request: Request) -> Response:
         items = items_of(request.data)
         principal = principal_of(request)
-        return Response({"results": [decided(principal, pk, data) for pk, data in items]})
+        return Response({"results": [decided(principal, item) for item in items]})

@@ -18,11 +18,12 @@ from rest_framework.views import APIView
 from .. import presenters, selectors
 from ..models import NotificationRoute
 from ..services import notification_routes as routes
+from ..wire import requests_operators as requests
+from ..wire.base import given
 from . import docs, shapes
-from . import serializers as s
 from .authentication import principal_of
 from .idempotency import idempotent, unless_deleted
-from .views import validated
+from .views import parsed
 
 ONE = {200: shapes.NotificationRouteOut}
 
@@ -46,13 +47,20 @@ class NotificationRouteList(generics.ListAPIView):
 
     @extend_schema(
         **docs.operation(
-            "create_notification_route", request=s.CreateNotificationRoute, ok={201: shapes.NotificationRouteOut}
+            "create_notification_route", request=requests.CreateNotificationRoute, ok={201: shapes.NotificationRouteOut}
         )
     )
     @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request) -> Response:
-        data = validated(s.CreateNotificationRoute, request)
-        route = routes.create_route(principal=principal_of(request), **{"scope": None, **data})
+        body = parsed(requests.CreateNotificationRoute, request)
+        route = routes.create_route(
+            principal=principal_of(request),
+            scope=given(body.scope, None),
+            kind=body.kind,
+            target=body.target,
+            event_types=body.event_types,
+            description=body.description,
+        )
         return Response(presenters.notification_route(route), status=201)
 
 

@@ -1,8 +1,9 @@
 """OpenAPI post-processing: what drf-spectacular cannot infer from the views.
 
-- The tags in the order the docs show them, and help for request fields the
-  docs package describes (api/docs); each operation's own words, examples and
-  problem+json answers come from `docs.operation` on its view.
+- The request bodies (suspensions/wire): each model's JSON Schema, as the
+  request validates it, in OpenAPI 3.0's dialect (`RequestBodies`).
+- The tags in the order the docs show them; each operation's own words,
+  examples and problem+json answers come from `docs.operation` on its view.
 - The headers of a 401 (the Bearer challenge) and a 503 (Retry-After).
 - Optional query filters ignore an empty value (django-filter's behaviour,
   which the console's GET forms rely on): `allowEmptyValue` says so.
@@ -16,9 +17,11 @@
 from typing import Any
 
 from drf_spectacular.authentication import SessionScheme
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
+from drf_spectacular.plumbing import ResolvedComponent
 
 from .. import exceptions
+from ..wire.base import OpenAPI30
 from . import docs
 from .docs import samples
 from .idempotency import HEADER, REPLAYED
@@ -38,6 +41,25 @@ class StaffSessionScheme(SessionScheme):
     target_class = "suspensions.api.authentication.StaffSessionAuthentication"
 
 
+class RequestBodies(OpenApiSerializerExtension):
+    """A request body (suspensions/wire): its model's JSON Schema, as the request validates it, in OpenAPI 3.0's
+    dialect; each model it holds becomes a component of its own."""
+
+    target_class = "suspensions.wire.base.Body"
+    match_subclasses = True
+    priority = 1  # before drf-spectacular's own pydantic support, which documents the serialized form
+
+    def get_name(self, auto_schema: Any, direction: Any) -> str:
+        return str(self.target.__name__)
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = self.target.model_json_schema(schema_generator=OpenAPI30, mode="validation")
+        for name, definition in schema.pop("$defs", {}).items():
+            component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=definition)
+            auto_schema.registry.register_on_missing(component)
+        return schema  # type: ignore[no-any-return]
+
+
 METHODS = {"get", "put", "post", "patch", "delete", "head", "options", "trace"}
 HEADERS = {
     "401": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": 'Bearer realm="api"'}},
@@ -49,15 +71,6 @@ HEADERS = {
 def problem_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular POSTPROCESSING_HOOKS entry."""
     result["tags"] = docs.TAGS
-    schemas = result.get("components", {}).get("schemas", {})
-    for name, fields in docs.FIELD_HELP.items():
-        properties = schemas.get(name, {}).get("properties", {})
-        for field, text in fields.items():
-            if field not in properties or "description" in properties[field]:
-                continue
-            if "$ref" in properties[field]:  # OpenAPI 3.0 ignores the siblings of a $ref
-                properties[field] = {"allOf": [properties[field]]}
-            properties[field]["description"] = text
     for item in result.get("paths", {}).values():
         for method, operation in item.items():
             if method not in METHODS:

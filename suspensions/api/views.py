@@ -8,18 +8,20 @@ from django.conf import settings
 from django.db.models import F, Model, QuerySet
 from django.urls import reverse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
-from rest_framework import generics, serializers
+from pydantic import ValidationError
+from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, replicas, selectors, services
-from ..exceptions import Forbidden, NotFound
+from .. import presenters, replicas, selectors, services, wire
+from ..exceptions import Forbidden, InvalidRequest, NotFound
 from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
 from ..principals import Principal
-from . import bodies, docs, shapes
-from . import serializers as s
+from ..wire import requests
+from ..wire.base import MISSING, given
+from . import docs, shapes
 from .authentication import principal_of
 from .idempotency import idempotent
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
@@ -33,34 +35,30 @@ REPLAYED = PolymorphicProxySerializer(
 CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
 
 Row = TypeVar("Row", bound=Model)
+B = TypeVar("B", bound=wire.Body)
 
 
-def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
-    """The body's validated data: a hot body's flat check first (api.bodies), else its serializer."""
-    return validated_data(serializer_class, request.data)
+def parsed(model: type[B], request: Request) -> B:
+    """The body as its model (suspensions/wire), or its refusal: 400 invalid_request naming each field."""
+    return parsed_data(model, request.data)
 
 
-def validated_data(serializer_class: type[serializers.Serializer], body: Any) -> dict[str, Any]:
-    """`validated` of a parsed body: a list of decisions validates each item as a single decide's body."""
-    check = bodies.CHECKS.get(serializer_class)
-    if check is not None:
-        data = bodies.plainly(check, body)
-        if data is not None:
-            return data
-    serializer = serializer_class(data=body)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data  # type: ignore[return-value]
+def parsed_data(model: type[B], body: Any) -> B:
+    """`parsed` of a body already read: a list of decisions (api/decisions.py) is one."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise InvalidRequest("The request has invalid fields.", errors=wire.field_errors(exc)) from None
 
 
-def version_of(data: dict[str, Any]) -> services.Version:
-    v = data["version"]
-    return services.Version(run_id=v["run_id"], suspension_id=v["suspension_id"], run_revision=v["run_revision"])
+def claim_version(v: requests.ClaimVersion) -> services.Version:
+    return services.Version(run_id=v.run_id, suspension_id=v.suspension_id, run_revision=v.run_revision)
 
 
-def drift_guard(data: dict[str, Any]) -> dict[str, Any]:
+def drift_guard(body: requests.DriftGuard) -> dict[str, Any]:
     """The version-drift guard's fields of a resume or start body
     (docs/api.md, "Version drift: `engine_version` and `accept_drift`"), as the services take them."""
-    return {"engine_version": data.get("engine_version"), "accept_drift": data.get("accept_drift", False)}
+    return {"engine_version": given(body.engine_version, None), "accept_drift": given(body.accept_drift, False)}
 
 
 def created(body: dict[str, Any], fresh: bool) -> Response:
@@ -89,11 +87,17 @@ class RunList(replicas.LagTolerantGet, generics.ListAPIView):
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
-    @extend_schema(**docs.operation("register_run", request=s.RegisterRun, ok={201: shapes.RunOut}))
+    @extend_schema(**docs.operation("register_run", request=requests.RegisterRun, ok={201: shapes.RunOut}))
     @idempotent
     def post(self, request: Request) -> Response:
-        data = validated(s.RegisterRun, request)
-        run = services.register_run(principal=principal_of(request), **data)
+        body = parsed(requests.RegisterRun, request)
+        run = services.register_run(
+            principal=principal_of(request),
+            agent_id=body.agent_id,
+            scope=given(body.scope, None),
+            session_id=body.session_id,
+            tags=given(body.tags, ()),
+        )
         return Response(presenters.run_body(run), status=201)
 
 
@@ -126,60 +130,65 @@ def callback_url(request: Request, suspension: Suspension) -> str:
 
 
 class Suspend(APIView):
-    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: shapes.PausedOut}))
+    @extend_schema(**docs.operation("suspend_run", request=requests.Suspend, ok={201: shapes.PausedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Suspend, request)
+        body = parsed(requests.Suspend, request)
         raw = request.data
-        # Stored as given: the raw objects, not DRF's re-shaped copy.
+        # Stored as given: the raw objects, not the model's copy.
         paused = services.pause_run(
             principal=principal_of(request),
             run_id=pk,
-            revision=data["revision"],
-            reason=data["reason"],
+            revision=body.revision,
+            reason=body.reason,
             pending=raw["pending"],
             continuation=raw["continuation"],
-            ttl_seconds=data.get("ttl_seconds"),
+            ttl_seconds=given(body.ttl_seconds, None),
             approval=raw.get("approval"),
-            engine_version=data.get("engine_version", ""),
-            tags=data.get("tags", ()),
+            engine_version=given(body.engine_version, ""),
+            tags=given(body.tags, ()),
         )
-        url = callback_url(request, paused.suspension) if data.get("callback") else None
+        url = callback_url(request, paused.suspension) if body.callback is True else None
         return Response(presenters.paused_body(paused, url), status=201)
 
 
 class Resume(APIView):
-    @extend_schema(**docs.operation("resume_run", request=s.Resume, ok=CLAIMED))
+    @extend_schema(**docs.operation("resume_run", request=requests.Resume, ok=CLAIMED))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Resume, request)
+        body = parsed(requests.Resume, request)
         claimed = services.resume_run(
             principal=principal_of(request),
             run_id=pk,
-            version=version_of(data),
-            results=data["results"],
-            **drift_guard(data),
+            version=claim_version(body.version),
+            results=request.data["results"],  # kept as sent: the digest binds the exact results
+            **drift_guard(body),
         )
         return created(presenters.claimed_body(claimed), claimed.fresh)
 
 
 class Complete(APIView):
-    @extend_schema(**docs.operation("complete_run", request=s.Revision, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("complete_run", request=requests.Revision, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Revision, request)
-        return Response(presenters.run_body(services.complete_run(principal=principal_of(request), run_id=pk, **data)))
+        revision = parsed(requests.Revision, request).revision
+        return Response(
+            presenters.run_body(services.complete_run(principal=principal_of(request), run_id=pk, revision=revision))
+        )
 
 
 class Fail(APIView):
-    @extend_schema(**docs.operation("fail_run", request=s.Fail, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("fail_run", request=requests.Fail, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Fail, request)
-        return Response(presenters.run_body(services.fail_run(principal=principal_of(request), run_id=pk, **data)))
+        body = parsed(requests.Fail, request)
+        run = services.fail_run(principal=principal_of(request), run_id=pk, revision=body.revision, error=body.error)
+        return Response(presenters.run_body(run))
 
 
 class Cancel(APIView):
-    @extend_schema(**docs.operation("cancel_run", request=s.Revision, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("cancel_run", request=requests.Revision, ok={200: shapes.RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Revision, request)
-        return Response(presenters.run_body(services.cancel_run(principal=principal_of(request), run_id=pk, **data)))
+        revision = parsed(requests.Revision, request).revision
+        return Response(
+            presenters.run_body(services.cancel_run(principal=principal_of(request), run_id=pk, revision=revision))
+        )
 
 
 # -- suspensions and approvals --------------------------------------------------
@@ -221,24 +230,27 @@ class ApprovalList(SuspensionList):
 
 class Decide(APIView):
     @extend_schema(
-        **docs.operation("decide_approval", request=s.Decide, ok={200: REPLAYED, 201: DECISION, 202: shapes.VotedOut})
+        **docs.operation(
+            "decide_approval", request=requests.Decide, ok={200: REPLAYED, 201: DECISION, 202: shapes.VotedOut}
+        )
     )
     def post(self, request: Request, pk: UUID) -> Response:
-        status, body = decide(principal_of(request), pk, validated(s.Decide, request))
+        status, body = decide(principal_of(request), pk, parsed(requests.Decide, request))
         return Response(body, status=status)
 
 
-def decide(principal: Principal, pk: UUID, data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """A single decide's status and body, for the approval `pk` and a validated body (serializers.Decide);
-    a list of decisions (api/decisions.py) calls it for each item. Refusals are raised."""
+def decide(principal: Principal, pk: UUID, body: requests.Decide) -> tuple[int, dict[str, Any]]:
+    """A single decide's status and body, for the approval `pk` and its parsed body; a list of decisions
+    (api/decisions.py) calls it for each item. Refusals are raised."""
+    calls = None if body.calls is MISSING else [{"id": c.id, "arguments": c.arguments} for c in body.calls]
     decision = services.decide(
         principal=principal,
         suspension_id=pk,
-        version=version_of(data),
-        decision=data["decision"],
-        reason=data.get("reason", ""),
-        response=data.get("response", ""),
-        calls=data.get("calls"),
+        version=claim_version(body.version),
+        decision=body.decision,
+        reason=given(body.reason, ""),
+        response=given(body.response, ""),
+        calls=calls,
     )
     if isinstance(decision, services.Denied):
         return (201 if decision.fresh else 200), presenters.denied_body(decision)
@@ -266,15 +278,15 @@ class RunAdmissions(generics.ListAPIView):
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.get_paginated_response(admission_rows(self.paginate_queryset(self.get_queryset())))
 
-    @extend_schema(**docs.operation("admit_agent_reply", request=s.Admit, ok=CLAIMED))
+    @extend_schema(**docs.operation("admit_agent_reply", request=requests.Admit, ok=CLAIMED))
     def post(self, request: Request, pk: UUID) -> Response:
-        data = validated(s.Admit, request)
+        body = parsed(requests.Admit, request)
         claimed = services.admit_reply(
             principal=principal_of(request),
             run_id=pk,
-            version=version_of(data),
-            input=data["input"],
-            reply_with=data["reply_with"],
+            version=claim_version(body.version),
+            input=body.input,
+            reply_with=body.reply_with,
         )
         return created(presenters.claimed_body(claimed), claimed.fresh)
 
@@ -317,9 +329,9 @@ class AdmissionList(replicas.LagTolerantGet, generics.ListAPIView):
 
 
 class StartAdmission(APIView):
-    @extend_schema(**docs.operation("start_admission", request=s.Start, ok={201: shapes.ClaimedOut}))
+    @extend_schema(**docs.operation("start_admission", request=requests.Start, ok={201: shapes.ClaimedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         # No body, null or {}: no fields; else only the drift guard's, anything else refused before the start.
-        data = validated(s.Start, request) if request.data not in (None, {}) else {}
-        claimed = services.start_admission(principal=principal_of(request), admission_id=pk, **drift_guard(data))
+        body = parsed(requests.Start, request) if request.data not in (None, {}) else requests.Start()
+        claimed = services.start_admission(principal=principal_of(request), admission_id=pk, **drift_guard(body))
         return created(presenters.claimed_body(claimed), True)

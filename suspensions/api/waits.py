@@ -144,9 +144,10 @@ async def run_wait(request: HttpRequest, pk: UUID) -> HttpResponse:
 
 # -- the event stream --------------------------------------------------------------------------
 
-# Events strictly after the cursor in (tx, id) order (migration 0023_event_announce). `ready`: written by a transaction older
-# than every one still running, so nothing that commits later can come before it; a stream sends the ready ones
-# and stops at the first that is not, so it never skips an event whose id was drawn earlier but committed later.
+# Events strictly after the cursor in (tx, id) order (migration 0023_event_announce). `ready`: written by a
+# transaction older than every one still running, so nothing that commits later can come before it; a stream sends the
+# ready ones and stops at the first that is not, so it never skips an event whose id was drawn earlier but committed
+# later.
 _AFTER = (
     "SELECT {columns}, e.tx::text, e.tx < pg_snapshot_xmin(pg_current_snapshot()) FROM suspensions_event e "
     "WHERE (e.tx, e.id) > (%s::xid8, %s) AND ({visible}) ORDER BY e.tx, e.id LIMIT %s"

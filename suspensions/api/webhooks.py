@@ -13,11 +13,12 @@ from rest_framework.views import APIView
 from .. import presenters, selectors
 from ..models import WebhookEndpoint, WebhookMessage
 from ..services import webhooks
+from ..wire import requests_operators as requests
+from ..wire.base import given
 from . import docs, shapes
-from . import serializers as s
 from .authentication import principal_of
 from .idempotency import idempotent
-from .views import validated
+from .views import parsed
 
 ACCEPTED = {202: shapes.WebhookMessageOut}
 SECRET_WITHHELD = (
@@ -51,12 +52,19 @@ class WebhookList(generics.ListAPIView):
         return self.get_paginated_response([presenters.webhook_endpoint(e) for e in page or []])
 
     @extend_schema(
-        **docs.operation("create_webhook", request=s.CreateWebhook, ok={201: shapes.WebhookEndpointSecretOut})
+        **docs.operation("create_webhook", request=requests.CreateWebhook, ok={201: shapes.WebhookEndpointSecretOut})
     )
     @idempotent(replay=current_secret_only)
     def post(self, request: Request) -> Response:
-        data = validated(s.CreateWebhook, request)
-        endpoint, secret = webhooks.create_endpoint(principal=principal_of(request), **{"scope": None, **data})
+        body = parsed(requests.CreateWebhook, request)
+        endpoint, secret = webhooks.create_endpoint(
+            principal=principal_of(request),
+            scope=given(body.scope, None),
+            url=body.url,
+            event_types=body.event_types,
+            format=body.format,
+            description=body.description,
+        )
         return Response(presenters.webhook_endpoint_with_secret(endpoint, secret), status=201)
 
 

@@ -79,7 +79,7 @@ class CallbackResume(OneShot):
         grant = self.grant
         if self.version.suspension_id != grant.suspension_id or t.run.id != grant.run_id:
             raise NotFound("no such callback")  # a body naming another pause: the token does not cover it
-        # No reason check: only external_tool pauses get a callback URL (api.serializers.Suspend).
+        # No reason check: only external_tool pauses get a callback URL (wire.requests.Suspend).
 
     def check(self, t: Locked, live: Suspension) -> Resumable:
         grant = self.grant

@@ -2,7 +2,7 @@
 
 Each view names its operation id, its request shape and its 2xx shapes:
 
-    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: shapes.SuspensionOut}))
+    @extend_schema(**docs.operation("suspend_run", request=requests.Suspend, ok={201: shapes.PausedOut}))
 
 `operation()` adds the rest from the tables of this package: summary,
 description, tag, request and answer examples, and one problem+json answer
@@ -22,7 +22,7 @@ from . import audit, claims, floors, flows, notification_routes, runs, webhooks
 from . import samples as v
 from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc, refusal
 
-__all__ = ["EXAMPLES", "FIELD_HELP", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "meaning", "operation"]
+__all__ = ["EXAMPLES", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "meaning", "operation"]
 
 PROBLEM_JSON = "application/problem+json"
 _DOORS = (runs, claims, flows, floors, webhooks, notification_routes, audit)
@@ -30,36 +30,6 @@ OPERATIONS: dict[str, Doc] = {k: doc for door in _DOORS for k, doc in door.OPERA
 EXAMPLES: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.EXAMPLES.items()}
 REFUSALS: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.REFUSALS.items()}
 TITLES = {cls.code: cls.title for cls in exceptions.ALL_ERRORS}
-
-# Help for request fields whose serializers this package does not own (the approval
-# policy work changes them): the schema hook adds each where the field has none.
-FIELD_HELP: dict[str, dict[str, str]] = {
-    "PendingCallRequest": {
-        "id": "Unique within the pause; at most 200 characters. Results and decisions name the call by it.",
-        "name": "The tool's name; at most 200 characters, no commas.",
-        "arguments": 'A string holding JSON, as the model wrote it (e.g. "{\\"amount\\": 900}"); not an object. '
-        "Strict JSON; stored and returned byte for byte.",
-        "reply_with": "Only on the one pending call of an `agent_reply` pause, where it is required: the bus's "
-        "reply must name it.",
-    },
-    "SuspendRequest": {
-        "revision": "The run's current revision.",
-        "reason": "Who answers: an approver (`approval`), the engine itself (`external_tool`) or another agent "
-        "(`agent_reply`).",
-        "pending": "At least one call, ids unique. An `agent_reply` pause holds exactly one, with `reply_with`.",
-        "continuation": "Everything the engine needs to pick up where it stopped; validated now, so a resume "
-        "never meets a broken one.",
-        "ttl_seconds": "Seconds until the deadline, 0 to 315360000. 0 means no deadline (`expires_at: null`); "
-        "absent means the default (86400).",
-    },
-    "DecideRequest": {
-        "version": "The approval's `version` (`GET /approvals/{id}`).",
-        "decision": "`approve` admits the pending calls; `deny` fails the run with `reason`; `respond` admits the "
-        "run with your `response` instead of running the calls.",
-        "reason": "Kept as the note of an approval; required, and not blank, for a denial.",
-    },
-}
-
 
 SUCCESS = {200: "OK.", 201: "Created.", 202: "Accepted."}
 # A call that creates answers 201; the identical call again answers 200 with the original body.

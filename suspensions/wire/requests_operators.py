@@ -1,0 +1,67 @@
+"""The request bodies of the operators' routes: webhooks (docs/api.md, "7.8 Webhooks"), notification routes
+(docs/notifications.md, "Routes") and approval floors (docs/policies.md, "Floors"), each declared once."""
+
+from typing import Annotated
+
+from pydantic import Field
+
+from ..models import NotificationChannel, WebhookFormat
+from ..services.notifications import ROUTE_EVENT_TYPES
+from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
+from .base import MISSING, Body, Kept, OneOf, Text, Trimmed
+
+Scope = Annotated[Text, Field(max_length=192)]
+SCOPE_HELP = "May be left out by an operator in exactly one scope."
+Description = Annotated[Trimmed, Field(max_length=500)]
+
+
+class CreateWebhook(Body):
+    """A new endpoint; `scope` may be left out by a principal that is an operator in exactly one scope."""
+
+    scope: Scope | MISSING = Field(MISSING, description=SCOPE_HELP)
+    url: Annotated[Kept, Field(max_length=2000)] = Field(description="http or https, without credentials.")
+    event_types: list[Annotated[str, OneOf(WEBHOOK_EVENT_TYPES)]] = Field(
+        default_factory=list, description="The event types to receive; empty or absent: every type."
+    )
+    format: Annotated[str, OneOf(tuple(WebhookFormat.values))] = Field(
+        WebhookFormat.STANDARD.value,
+        description="`standard`: signed Standard Webhooks JSON; `slack`: an unsigned Slack incoming-webhook message.",
+    )
+    description: Description = ""
+
+
+class CreateNotificationRoute(Body):
+    """A new route; `scope` may be left out by a principal that is an operator in exactly one scope."""
+
+    scope: Scope | MISSING = Field(MISSING, description=SCOPE_HELP)
+    kind: Annotated[str, OneOf(tuple(NotificationChannel.values))] = Field(
+        description="`email`: an address; `slack`: a Slack channel."
+    )
+    target: Annotated[Kept, Field(max_length=320)] = Field(
+        description="An email address for `email`; a Slack channel id (C0123ABC, not its #name) for `slack`."
+    )
+    event_types: list[Annotated[str, OneOf(ROUTE_EVENT_TYPES)]] = Field(
+        default_factory=list, description="The approval events to be told of; empty or absent: all of them."
+    )
+    description: Description = ""
+
+
+class UpdateApprovalFloor(Body):
+    """The fields to change; each left out stays as it is (services.approval_floors checks them again)."""
+
+    quorum: Annotated[int, Field(ge=1, le=5)] | MISSING = Field(
+        MISSING, description="The fewest distinct approvers, 1 to 5."
+    )
+    exclude_requester: bool | MISSING = Field(MISSING, description="Separation of duties always applies.")
+    on_expiry: Annotated[list[Annotated[str, OneOf(("expire", "deny", "escalate"))]], Field(min_length=1)] | MISSING = (
+        Field(MISSING, description="The on_expiry values a pause may use, each once.")
+    )
+    require_linked_person: bool | MISSING = Field(
+        MISSING, description="Only a principal of a person (a user, or a token linked to one) may decide."
+    )
+
+
+class CreateApprovalFloor(UpdateApprovalFloor):
+    """A new floor; defaults: quorum 1, exclude_requester true, every on_expiry, require_linked_person false."""
+
+    scope: Scope | MISSING = Field(MISSING, description=SCOPE_HELP)
