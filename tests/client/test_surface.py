@@ -12,6 +12,9 @@ METHODS = {
     "runs": ["register", "list_runs"],
     "run": ["get_run"],
     "run-events": ["list_events"],
+    "run-wait": ["wait_run", "wait_for_admission"],
+    # Server-Sent Events, for any SSE client (docs/api.md, "Waiting without webhooks"); an engine long-polls instead.
+    "event-stream": [],
     "run-suspend": ["suspend", "pause_for_approval", "pause_for_tools"],
     "run-resume": ["resume"],
     "run-early-results": ["early_result"],

@@ -50,6 +50,7 @@ class Endpoints:
     register = Op(calls.register)
     list_runs = Op(calls.list_runs)
     get_run = Op(calls.get_run)
+    wait_run = Op(calls.wait_run)
     list_events = Op(calls.list_events)
     suspend = Op(calls.suspend)
     resume = Op(calls.resume)
