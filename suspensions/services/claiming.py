@@ -42,6 +42,7 @@ from ..exceptions import (
     WrongGate,
 )
 from ..models import Admission, AdmissionState, Event, Reason, RunState
+from ..observability.tracing import claim_span
 from ..principals import Principal
 from .claims import (
     Claimed,
@@ -94,6 +95,7 @@ class Door(Generic[A]):
         raise NotImplementedError
 
 
+@claim_span  # the transaction as one span of the request's trace (docs/deploy.md, "Traces")
 def through(
     door: Door[A], *, principal: Principal, run_id: UUID | str | None = None, admission_id: UUID | str | None = None
 ) -> A:
