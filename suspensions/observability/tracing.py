@@ -105,10 +105,15 @@ def install(provider: "TracerProvider") -> None:
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
-    excluded = os.environ.get("OTEL_PYTHON_DJANGO_EXCLUDED_URLS") or EXCLUDED_URLS
-    DjangoInstrumentor().instrument(tracer_provider=provider, request_hook=_redact_request, excluded_urls=excluded)
-    CeleryInstrumentor().instrument(tracer_provider=provider)
-    PsycopgInstrumentor().instrument(tracer_provider=provider, skip_dep_check=True)
+    # As opentelemetry-instrument reads it: entry point names, comma-separated.
+    disabled = {n.strip() for n in os.environ.get("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "").split(",")}
+    if "django" not in disabled:
+        excluded = os.environ.get("OTEL_PYTHON_DJANGO_EXCLUDED_URLS") or EXCLUDED_URLS
+        DjangoInstrumentor().instrument(tracer_provider=provider, request_hook=_redact_request, excluded_urls=excluded)
+    if "celery" not in disabled:
+        CeleryInstrumentor().instrument(tracer_provider=provider)
+    if "psycopg" not in disabled:
+        PsycopgInstrumentor().instrument(tracer_provider=provider, skip_dep_check=True)
     _provider = provider
     _tracer = provider.get_tracer(SERVICE_NAME)
 
@@ -121,7 +126,8 @@ def uninstall() -> None:
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
     for instrumentor in (DjangoInstrumentor(), CeleryInstrumentor(), PsycopgInstrumentor()):
-        instrumentor.uninstrument()
+        if instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.uninstrument()
     _tracer = _provider = None
 
 

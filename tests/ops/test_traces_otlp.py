@@ -9,6 +9,8 @@ the worker `celery worker --beat` (tests/processes.py).
 """
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -113,7 +115,7 @@ def value_of(value: Any) -> Any:
 
 
 @pytest.fixture
-def traced(tmp_path: Path, token) -> Iterator[tuple[Server, OtlpReceiver]]:
+def traced(tmp_path: Path) -> Iterator[tuple[Server, OtlpReceiver]]:
     """The OTLP receiver, a worker and gunicorn, both exporting to it (their batches every 100 ms)."""
     otlp = OtlpReceiver().start()
     procs = Processes()
@@ -193,3 +195,35 @@ def test_one_approval_is_one_trace_across_the_web_and_the_worker_in_an_otlp_rece
     # The webhook receiver got the POST span's own traceparent: the engine's trace goes on from there.
     assert received.headers["traceparent"] == f"00-{TRACE_ID}-{webhook.span_id}-01"
     assert webhook.attributes["http.response.status_code"] == 200
+
+
+# A process's start, with and without an endpoint: what it imports and what it sets up.
+PROBE = """
+import sys, django
+django.setup()
+from django.conf import settings
+from suspensions.observability import tracing
+loaded = sorted({m.split(".")[1] for m in sys.modules if m.startswith("opentelemetry.")})
+print(tracing.enabled(), any("opentelemetry" in m for m in settings.MIDDLEWARE), ",".join(loaded))
+"""
+
+
+def started(**env: str) -> list[str]:
+    base = {k: v for k, v in child_env().items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], env={**base, **env}, capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.split()
+
+
+def test_without_an_endpoint_nothing_of_opentelemetry_is_set_up_or_imported():
+    assert started() == ["False", "False"]
+
+
+def test_with_an_endpoint_every_part_is_set_up_and_a_disabled_one_is_left_out():
+    on, middleware, loaded = started(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9")
+    assert (on, middleware) == ("True", "True")
+    assert {"sdk", "exporter", "instrumentation"} <= set(loaded.split(","))
+    assert started(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="django")[
+        :2
+    ] == ["True", "False"]

@@ -181,3 +181,19 @@ def ancestors(span, among):
         span = by_id[span.parent.span_id]
         found.append(span)
     return found
+
+
+def test_a_capability_in_a_path_never_reaches_a_span(spans, engine):
+    """The request span's URL attributes are redacted as the access log is (docs/deploy.md, "Logs")."""
+    secret = "cap-" + "7" * 40
+    engine.post(f"/api/v1/callbacks/{secret}?x=1", data="{}", content_type="application/json")
+    engine.get(f"/console/act/{secret}")
+    engine.get(f"/console/login/?next=%2Fconsole%2Fact%2F{secret}")
+    served = [sp for sp in spans.get_finished_spans() if sp.kind == SpanKind.SERVER]
+    assert len(served) == 3
+    everything = [str(v) for sp in spans.get_finished_spans() for v in sp.attributes.values()]
+    everything += [sp.name for sp in spans.get_finished_spans()]
+    assert not [v for v in everything if secret in v]
+    urls = [sp.attributes.get("http.url", "") + sp.attributes.get("http.target", "") for sp in served]
+    assert "/api/v1/callbacks/<redacted>" in urls[0] and "/console/act/<redacted>" in urls[1]
+    assert "%2Fconsole%2Fact%2F<redacted>" in urls[2]
