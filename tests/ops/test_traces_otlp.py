@@ -210,9 +210,8 @@ print(tracing.enabled(), any("opentelemetry" in m for m in settings.MIDDLEWARE),
 
 def started(**env: str) -> list[str]:
     base = {k: v for k, v in child_env().items() if not k.startswith("OTEL_")}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE], env={**base, **env}, capture_output=True, text=True, timeout=60, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", PROBE], env={**base, **env}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
 

@@ -8,6 +8,7 @@ follows the same trace across real processes (gunicorn, a Celery worker) into a 
 """
 
 import json
+import os
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -59,11 +60,20 @@ def spans(transactional_db):
 
 @pytest.fixture
 def in_process_worker(transactional_db):
-    """A real Celery worker on the test's broker, in a thread of this process: its spans reach `spans`."""
-    with start_worker(
-        app, pool="solo", perform_ping_check=False, loglevel="WARNING", queues=["celery", "fanout", "delivery"]
-    ) as worker:
-        yield worker
+    """A real Celery worker on the test's broker, in a thread of this process: its spans reach `spans`.
+
+    Celery's logging set-up writes its level into os.environ (CELERY_LOG_LEVEL=30), which the service's
+    settings would then read in every process a later test starts: the environment is put back after.
+    """
+    environment = dict(os.environ)
+    try:
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, loglevel="WARNING", queues=["celery", "fanout", "delivery"]
+        ) as worker:
+            yield worker
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 def parent_of(span):
