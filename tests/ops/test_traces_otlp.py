@@ -210,7 +210,9 @@ print(tracing.enabled(), any("opentelemetry" in m for m in settings.MIDDLEWARE),
 
 def started(**env: str) -> list[str]:
     base = {k: v for k, v in child_env().items() if not k.startswith("OTEL_")}
-    done = subprocess.run([sys.executable, "-c", PROBE], env={**base, **env}, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], env={**base, **env}, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
