@@ -256,17 +256,16 @@ def sending(contexts: list["Context | None"], name: str) -> Iterator[None]:
     from opentelemetry.trace import Link
 
     spans = [trace.get_current_span(c) for c in contexts if c is not None]
-    recorded = [s.get_span_context() for s in spans if s.get_span_context().is_valid]
-    if not recorded:
+    spans = [span for span in spans if span.get_span_context().is_valid]  # a commit outside any span has none
+    if not spans:
         yield
         return
     parent = trace.set_span_in_context(spans[0])
-    seen = {recorded[0].trace_id}
-    links = []
-    for other in recorded[1:]:
-        if other.trace_id not in seen:
-            seen.add(other.trace_id)
-            links.append(Link(other))
+    seen, links = {spans[0].get_span_context().trace_id}, []
+    for other in spans[1:]:
+        if other.get_span_context().trace_id not in seen:
+            seen.add(other.get_span_context().trace_id)
+            links.append(Link(other.get_span_context()))
     with _tracer.start_as_current_span(name, context=parent, links=links):
         yield
 

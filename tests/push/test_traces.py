@@ -13,10 +13,11 @@ import os
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.db import connections
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
 
 from suspensions.models import MessageStatus, OutboxEvent, WebhookMessage
 from suspensions.observability import tracing
@@ -207,3 +208,30 @@ def test_a_capability_in_a_path_never_reaches_a_span(spans, engine):
     urls = [sp.attributes.get("http.url", "") + sp.attributes.get("http.target", "") for sp in served]
     assert "/api/v1/callbacks/<redacted>" in urls[0] and "/console/act/<redacted>" in urls[1]
     assert "%2Fconsole%2Fact%2F<redacted>" in urls[2]
+
+
+def test_a_wake_up_for_commits_of_several_traces_is_in_the_first_and_links_the_others(spans):
+    """The fan-out's wake-up carries the ids of several commits (services/wakeups.py): one parent, the rest links."""
+    first, second = (SpanContext(t, s, is_remote=False, trace_flags=TraceFlags(1)) for t, s in ((1, 2), (3, 4)))
+    contexts = [trace.set_span_in_context(NonRecordingSpan(c)) for c in (first, second, first)]
+    with tracing.sending([None, *contexts], "fan-out wake-up"):
+        pass
+    (span,) = finished(spans, "fan-out wake-up")
+    assert (span.context.trace_id, span.parent.span_id) == (1, 2)
+    assert [(link.context.trace_id, link.context.span_id) for link in span.links] == [(3, 4)]
+
+
+def test_a_refused_claim_is_an_attribute_of_its_span_not_an_error(spans, engine, token):
+    alice = client(token("acme", ["approver"], "alice"))
+    s = pause(engine, reason="approval")
+    assert post_with_traceparent(alice, s).status_code == 201
+    again = alice.post(
+        f"/api/v1/approvals/{s['id']}/decide",
+        data=json.dumps({"version": version(s), "decision": "deny", "reason": "no"}),
+        content_type="application/json",
+    )
+    assert again.status_code == 409, again.content
+    denied = finished(spans, "claim Deny")[-1]
+    assert denied.attributes[tracing.REFUSAL] == again.json()["code"]
+    assert denied.status.status_code == StatusCode.UNSET
+    assert not denied.events  # no exception recorded
