@@ -1,7 +1,7 @@
 """The trace context an outbox event and its webhook messages carry (docs/deploy.md, "Traces").
 
-An empty string by default, in the database too: the sweep's set-based inserts name no such column, and a
-row written with traces off has none. A constant default adds the column without rewriting the table.
+An empty string by default, in the database too: a row written with traces off has none, and an insert that
+names no such column gets it. A constant default adds the column without rewriting the table.
 """
 
 from django.db import migrations, models

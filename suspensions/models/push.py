@@ -68,8 +68,8 @@ class OutboxEvent(Scoped):
     data = models.JSONField(default=dict)
     created_at = models.DateTimeField()
     dispatched_at = models.DateTimeField(null=True, blank=True)
-    # The W3C traceparent of the transition that wrote it, when traces are on (docs/deploy.md, "Traces"): its
-    # webhook messages are sent in that trace. Empty otherwise, and for the rows the sweep writes set-based.
+    # The W3C traceparent of the transition (or the sweep's task) that wrote it, when traces are on
+    # (docs/deploy.md, "Traces"): its webhook messages are sent in that trace. Empty otherwise.
     traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
 
     class Meta(Scoped.Meta):

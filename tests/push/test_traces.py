@@ -9,6 +9,7 @@ follows the same trace across real processes (gunicorn, a Celery worker) into a 
 
 import json
 import os
+from datetime import timedelta
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -19,7 +20,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, TraceFlags
 
-from suspensions.models import MessageStatus, OutboxEvent, WebhookMessage
+from suspensions.clock import db_now
+from suspensions.models import MessageStatus, OutboxEvent, Suspension, WebhookMessage
 from suspensions.observability import tracing
 from suspensions_project.celery import app
 from tests.helpers import client, pause, version
@@ -69,7 +71,11 @@ def in_process_worker(transactional_db):
     environment = dict(os.environ)
     try:
         with start_worker(
-            app, pool="solo", perform_ping_check=False, loglevel="WARNING", queues=["celery", "fanout", "delivery"]
+            app,
+            pool="solo",
+            perform_ping_check=False,
+            loglevel="WARNING",
+            queues=["sweep", "celery", "fanout", "delivery"],
         ) as worker:
             yield worker
     finally:
@@ -235,3 +241,20 @@ def test_a_refused_claim_is_an_attribute_of_its_span_not_an_error(spans, engine,
     assert denied.attributes[tracing.REFUSAL] == again.json()["code"]
     assert denied.status.status_code == StatusCode.UNSET
     assert not denied.events  # no exception recorded
+
+
+def test_an_expiry_is_sent_in_the_trace_of_the_sweep_task_that_expired_it(spans, in_process_worker, receiver):
+    r = receiver()
+    make_endpoint(url=r.url, event_types=["suspension.expired"])
+    s = paused(ttl=60)
+    past = db_now() - timedelta(seconds=1)
+    Suspension.objects.filter(pk=s.id).update(expires_at=past, deadline=past)
+    app.send_task("suspensions.tasks.sweep_expired")
+    wait_for(lambda: finished(spans, "webhook POST"), "the expiry's POST span")
+    (sweep,) = finished(spans, "run/suspensions.tasks.sweep_expired")
+    (sent,) = finished(spans, "webhook POST")
+    assert sent.context.trace_id == sweep.context.trace_id
+    assert OutboxEvent.objects.get(type="suspension.expired").traceparent.split("-")[2] == format(
+        sweep.context.span_id, "016x"
+    )
+    assert r.requests[0].headers["traceparent"].split("-")[1] == format(sweep.context.trace_id, "032x")
