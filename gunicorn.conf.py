@@ -88,3 +88,10 @@ def child_exit(server: object, worker: object) -> None:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
+
+
+def worker_exit(server: object, worker: object) -> None:
+    """A stopping worker exports the spans it still holds (docs/deploy.md, "Traces"); nothing when traces are off."""
+    from suspensions.observability import tracing
+
+    tracing.flush()

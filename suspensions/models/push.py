@@ -68,6 +68,9 @@ class OutboxEvent(Scoped):
     data = models.JSONField(default=dict)
     created_at = models.DateTimeField()
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    # The W3C traceparent of the transition (or the sweep's task) that wrote it, when traces are on
+    # (docs/deploy.md, "Traces"): its webhook messages are sent in that trace. Empty otherwise.
+    traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
 
     class Meta(Scoped.Meta):
         indexes = [
@@ -108,6 +111,8 @@ class WebhookMessage(Scoped):
     next_attempt_at = models.DateTimeField()
     created_at = models.DateTimeField()
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # Its outbox event's traceparent: each POST is a span of that trace and sends its own traceparent header.
+    traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
 
     class Meta(Scoped.Meta):
         constraints = [models.UniqueConstraint(fields=["endpoint", "event_id"], name="one_message_per_endpoint_event")]

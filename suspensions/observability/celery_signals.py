@@ -1,4 +1,5 @@
-"""Celery's side of the logs: the same JSON configuration, and the request id carried into tasks.
+"""Celery's side of the logs: the same JSON configuration, and the request id carried into tasks; a child's spans
+exported before it exits.
 
 Connected by suspensions_project/celery.py, so web processes (which publish)
 and workers (which run) both have them.
@@ -9,7 +10,7 @@ from typing import Any
 
 from celery import signals
 
-from . import context
+from . import context, tracing
 
 HEADER = "request_id"
 
@@ -46,3 +47,9 @@ def adopt_the_request_id(task_id: str | None = None, task: Any = None, **kwargs:
 @signals.task_postrun.connect(dispatch_uid="suspensions.observability.postrun")
 def forget_the_request_id(**kwargs: Any) -> None:
     context.clear()
+
+
+@signals.worker_process_shutdown.connect(dispatch_uid="suspensions.observability.flush_spans")
+def flush_spans(**kwargs: Any) -> None:
+    """A prefork child leaves by os._exit, past atexit: the spans it still holds are exported first (traces on)."""
+    tracing.flush()

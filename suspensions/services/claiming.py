@@ -78,6 +78,7 @@ from ..exceptions import (
     WrongGate,
 )
 from ..models import Admission, AdmissionState, Event, Reason, RunState, Suspension
+from ..observability.tracing import claim_span
 from ..principals import Principal
 from .claims import (
     Claimed,
@@ -144,6 +145,7 @@ class Door(Generic[C, F, A]):
         raise NotImplementedError
 
 
+@claim_span  # the transaction as one span of the request's trace (docs/deploy.md, "Traces")
 def through(
     door: Door[C, F, A],
     *,

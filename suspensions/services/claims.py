@@ -36,7 +36,7 @@ from ..exceptions import (
     VersionDrift,
 )
 from ..models import Admission, Approval, ApprovalStatus, Event, Run, RunState, Start, Suspension
-from ..observability import logs, metrics
+from ..observability import logs, metrics, tracing
 from ..principals import Principal
 from . import outbox
 from .sql.rows import Writes, select_locked_run
@@ -221,6 +221,7 @@ def write_events(writes: Writes, *rows: Event, announce: Mapping[str, Any] | Non
     for row in rows:
         metrics.transition(row.kind)
         logs.transition(row)
+    tracing.transition(rows)
     outbox.write(writes, rows, announce or {})
 
 
@@ -279,3 +280,4 @@ def resolve_approval(t: Locked, suspension: Suspension, status: str, note: str =
     pending = {"suspension_id": suspension.id, "status": ApprovalStatus.PENDING}
     decision: dict[str, Any] = {"status": status, "resolved_at": t.now, "decided_by": t.principal.name, "note": note}
     t.writes.update(Approval, pending, None, **decision, **decided)
+    tracing.decided(t.live, status, t.principal.name, t.now)

@@ -51,7 +51,7 @@ from django.db.models.functions import Now
 from .. import digests, keys, outbound
 from ..clock import db_now
 from ..models import MessageStatus, WebhookEndpoint, WebhookFormat, WebhookMessage
-from ..observability import metrics
+from ..observability import metrics, tracing
 from . import outbox
 from .retries import COUNTDOWN_LIMIT, retry_wait
 from .sql import push
@@ -78,6 +78,8 @@ class Outgoing:
     body: str
     number: int
     claimed_at: datetime
+    # The W3C traceparent of the transition that announced it ('' with traces off; docs/deploy.md, "Traces").
+    traceparent: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,11 +117,11 @@ def claim(
         rows = cursor.fetchall()
     if not rows:
         return None
-    _, endpoint, _, _, _, url, format_, secret, previous, rotated, now = rows[0]
+    _, endpoint, _, _, _, url, format_, secret, previous, rotated, now, _ = rows[0]
     secrets = [keys.unseal(secret)]  # raw SQL reads the columns sealed (suspensions/keys.py)
     if previous and rotated is not None and rotated > now:
         secrets.append(keys.unseal(previous))
-    messages = tuple(Outgoing(r[0], r[1], r[2], r[3], r[4], r[10]) for r in rows)
+    messages = tuple(Outgoing(r[0], r[1], r[2], r[3], r[4], r[10], r[11]) for r in rows)
     return Batch(endpoint, url, format_, tuple(secrets), messages)
 
 
@@ -138,11 +140,26 @@ def send(batch: Batch) -> list[outbound.Outcome | None]:
                 # The whole batch: the messages sent already are not settled before the batch is recorded.
                 extend_lease(batch.messages)
                 leased = time.monotonic()
-            outcome = sender.post(message.body, _headers(batch, message))
+            said = _span_attributes(batch, message) if tracing.enabled() else {}
+            with tracing.webhook_post(message.traceparent, said) as carried:
+                # The traceparent is not signed: standardwebhooks signs the id, the timestamp and the body.
+                outcome = sender.post(message.body, _headers(batch, message) | carried)
+                tracing.answered(outcome.status_code, outcome.error)
             outcomes.append(outcome)
             if outcome.status_code is None or outcome.status_code == GONE:
                 break
     return outcomes + [None] * (len(batch.messages) - len(outcomes))
+
+
+def _span_attributes(batch: Batch, message: Outgoing) -> dict[str, Any]:
+    """What a webhook POST's span says: the message, its endpoint (never its URL: it may carry a token), its run."""
+    return {
+        "suspensions.message_id": str(message.id),
+        "suspensions.endpoint_id": str(batch.endpoint_id),
+        tracing.RUN: str(message.run_id or ""),
+        "suspensions.attempt": message.number,
+        "http.request.method": "POST",
+    }
 
 
 def _headers(batch: Batch, message: Outgoing) -> dict[str, str]:

@@ -37,6 +37,7 @@ from django.db import transaction
 from .. import presenters, scopes
 from ..models import Event, OutboxEvent, WebhookEndpoint
 from ..models import WebhookMessage as Message
+from ..observability import tracing
 from . import announce, fan_out_steps, notifications, wakeups
 from .sql.rows import Writes
 
@@ -63,9 +64,10 @@ def write(writes: Writes, rows: Sequence[Event], extra: Mapping[str, Any]) -> li
     Writes nothing (no statement) when no row is announced.
     """
     built = []
+    carried = tracing.traceparent()  # '' with traces off: the messages are then sent in the delivery task's trace
     for row in rows:
         for type_, data in announce.announced(row, extra):
-            event = OutboxEvent(run_id=row.run_id, type=type_, data=data, created_at=row.at)
+            event = OutboxEvent(run_id=row.run_id, type=type_, data=data, created_at=row.at, traceparent=carried)
             event.stamp_scope(row.scope)
             built.append(event)
     if built:
@@ -222,6 +224,7 @@ def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
                 body=presenters.webhook_body(event, endpoint.format),
                 next_attempt_at=now,
                 created_at=now,
+                traceparent=event.traceparent,
             )
             message.stamp_scope(endpoint.scope)
             messages.append(message)

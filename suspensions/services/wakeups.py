@@ -42,6 +42,9 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
+
+from ..observability import tracing
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,8 @@ class Coalescer:
         self._waiting = threading.Condition(self._lock)
         self._sending = threading.Lock()
         self._pending: list[int] = []
+        # The trace context of each add (traces on): the wake-up is sent in the first, linking the others.
+        self._contexts: list[Any] = []
         self._thread: threading.Thread | None = None
         self._last = float("-inf")  # when the last send ended
 
@@ -80,9 +85,12 @@ class Coalescer:
             return
         if self._pid != os.getpid():
             self._reset()
+        carried = tracing.current_context()
         with self._lock:
             idle = not self._pending
             self._pending.extend(ids)
+            if carried is not None:
+                self._contexts.append(carried)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="fan-out-wakeups", daemon=True)
                 self._thread.start()
@@ -94,7 +102,9 @@ class Coalescer:
         with self._sending:
             with self._lock:
                 ids, self._pending = self._pending, []
-            self._send_all(ids)
+                contexts, self._contexts = self._contexts, []
+            with tracing.sending(contexts, "fan-out wake-up"):
+                self._send_all(ids)
             self._last = time.monotonic()
 
     def _run(self) -> None:

@@ -34,6 +34,7 @@ from ...models import (
     RunState,
     Suspension,
 )
+from ...observability import tracing
 from .. import announce
 from .rows import CHAIN_CALL, chain_params
 
@@ -256,13 +257,15 @@ def _announcement(row: Due) -> tuple[str, dict[str, Any]]:
 
 
 def _insert_outbox(rows: list[Due], now: datetime) -> Statement:
-    """One outbox row per expired or escalated pause, under its run's scope (orphans announce nothing)."""
+    """One outbox row per expired or escalated pause, under its run's scope (orphans announce nothing); with traces
+    on, each carries the sweep's trace context, so its webhooks are sent in the sweep task's trace."""
     batch = [{"run_id": r.run_id.hex, "type": kind, "data": data} for r in rows for kind, data in [_announced(r)]]
     return (
-        f"INSERT INTO {OUTBOX} (run_id, scope, scope_l1, scope_l2, scope_l3, type, data, created_at, dispatched_at) "
-        f"SELECT r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, v.type, v.data, %s, NULL "
+        f"INSERT INTO {OUTBOX} (run_id, scope, scope_l1, scope_l2, scope_l3, type, data, created_at, dispatched_at, "
+        "traceparent) "
+        f"SELECT r.id, r.scope, r.scope_l1, r.scope_l2, r.scope_l3, v.type, v.data, %s, NULL, %s "
         f"FROM {_rows('run_id uuid, type text, data jsonb')} JOIN {RUN} r ON r.id = v.run_id",
-        [_stamp(now), _json(batch)],
+        [_stamp(now), tracing.traceparent(), _json(batch)],
     )
 
 

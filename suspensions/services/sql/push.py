@@ -49,7 +49,8 @@ ATTEMPT = DeliveryAttempt._meta.db_table
 # batch holds at most one message of a run and the run's order is kept. Each is leased and its attempt counted
 # here, before the send: the attempt row says `in_flight` until the send's outcome replaces it, and a later
 # claim of the message (its lease ran out: the worker died, or overran) turns it into `lost`. Returns what
-# sending needs, the endpoint's columns on every row, in event order, with the database clock.
+# sending needs, the endpoint's columns on every row, in event order, with the database clock and the message's
+# trace context.
 #
 # The probe for a run's earlier pending message names pending as "none of the other statuses" (NOT_PENDING), not
 # `status = 'pending'`: that equality matches message_due's predicate, which lets the planner read the probe as a
@@ -77,13 +78,13 @@ WITH c AS (
     UPDATE {MESSAGE} m
     SET next_attempt_at = statement_timestamp() + make_interval(secs => %(lease)s), attempts = m.attempts + 1
     FROM c WHERE m.id = c.id
-    RETURNING m.id, m.endpoint_id, m.run_id, m.event_id, m.body, m.attempts
+    RETURNING m.id, m.endpoint_id, m.run_id, m.event_id, m.body, m.attempts, m.traceparent
 ), tried AS (
     INSERT INTO {ATTEMPT} (message_id, number, at, status_code, error, duration_ms)
     SELECT id, attempts, statement_timestamp(), NULL, %(in_flight)s, 0 FROM leased
 )
 SELECT l.id, l.endpoint_id, l.run_id, l.body, l.attempts, e.url, e.format, e.secret, e.previous_secret,
-       e.previous_secret_expires_at, statement_timestamp()
+       e.previous_secret_expires_at, statement_timestamp(), l.traceparent
 FROM leased l JOIN {ENDPOINT} e ON e.id = l.endpoint_id
 ORDER BY l.event_id
 """
