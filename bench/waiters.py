@@ -79,15 +79,22 @@ async def wait_once(port: int, token: str, run_id: str, timeout: int, answered: 
         writer.close()
 
 
-async def held_until_stable(pid: int) -> int:
-    """The server's RSS once it stopped growing for two seconds (every waiter read its run and is parked)."""
-    last, still = rss_kib(pid), 0
-    while still < 4:
+def waiting(port: int) -> int:
+    """The server's own count of parked long polls (the suspensions_waiters gauge of /metrics)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:  # noqa: S310 - ours
+        for line in answer.read().decode().splitlines():
+            if line.startswith('suspensions_waiters{kind="wait"}'):
+                return int(float(line.split()[-1]))
+    return 0
+
+
+async def held_when_all_parked(port: int, pid: int, waiters: int) -> int:
+    """The server's RSS once every waiter has read its run and is parked (the server counts them)."""
+    loop = asyncio.get_running_loop()
+    while await loop.run_in_executor(None, waiting, port) < waiters:
         await asyncio.sleep(0.5)
-        now = rss_kib(pid)
-        still = still + 1 if now <= last else 0
-        last = max(last, now)
-    return last
+    await asyncio.sleep(1)
+    return rss_kib(pid)
 
 
 async def measure(port: int, pid: int, token: str, runs: list[str], waiters: int, wakes: int) -> dict[str, float]:
@@ -104,7 +111,7 @@ async def measure(port: int, pid: int, token: str, runs: list[str], waiters: int
             for i in range(start, min(start + 500, waiters))
         ]
         await asyncio.sleep(0.05)
-    held = await held_until_stable(pid)
+    held = await held_when_all_parked(port, pid, waiters)
     print(
         f"holding {waiters}: RSS {held} KiB; {sum(len(v) for v in answered.values())} answered early", file=sys.stderr
     )

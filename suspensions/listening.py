@@ -26,6 +26,7 @@ import psycopg
 from django.db import connections
 
 from .exceptions import Unavailable
+from .observability import metrics
 
 CHANNEL = "suspensions_events"
 RECONNECT_SECONDS = 1.0
@@ -129,9 +130,12 @@ class Hub:
         """An asyncio.Event set whenever the run `run_id` has a new event (or the hub reconnected)."""
         event = asyncio.Event()
         self.runs[run_id].add(event)
+        gauge = metrics.waiters("wait")
+        gauge.inc()
         try:
             yield event
         finally:
+            gauge.dec()
             waiting = self.runs[run_id]
             waiting.discard(event)
             if not waiting:
@@ -142,7 +146,10 @@ class Hub:
         """An asyncio.Event set whenever any event is written (or the hub reconnected)."""
         event = asyncio.Event()
         self.streams.add(event)
+        gauge = metrics.waiters("stream")
+        gauge.inc()
         try:
             yield event
         finally:
+            gauge.dec()
             self.streams.discard(event)

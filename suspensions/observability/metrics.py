@@ -29,7 +29,7 @@ from typing import Any, Literal, ParamSpec, TypeVar, get_args
 
 from django.db import DatabaseError, transaction
 from django.db.models.functions import Now
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
@@ -113,6 +113,21 @@ for _outcome in WEBHOOK_OUTCOMES:
 
 
 # -- what the services call ---------------------------------------------------------
+
+
+# The long polls and event streams a process holds (suspensions/listening.py), summed over the live processes.
+WAITERS = Gauge(
+    "suspensions_waiters",
+    "Long polls (wait) and event streams (stream) held open, by kind.",
+    ["kind"],
+    registry=LOCAL,
+    multiprocess_mode="livesum",
+)
+
+
+def waiters(kind: Literal["wait", "stream"]) -> Any:
+    """The gauge of `kind`, to inc() when a waiter starts and dec() when it ends."""
+    return WAITERS.labels(kind=kind)
 
 
 def transition(kind: str, count: int = 1) -> None:

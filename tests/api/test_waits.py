@@ -93,6 +93,10 @@ def test_a_wait_answers_with_the_run_once_a_decision_moved_it(asgi):
     thread = threading.Thread(target=waiter)
     thread.start()
     time.sleep(1)  # let it wait (were it not woken, it would answer at 60 s with the run unchanged)
+    conn = http.client.HTTPConnection("127.0.0.1", asgi, timeout=30)
+    conn.request("GET", "/metrics")
+    scrape = conn.getresponse().read().decode()
+    assert 'suspensions_waiters{kind="wait"} 1.0' in scrape  # the process counts the waiter it holds
     approve(record)
     thread.join()
     assert answer["status"] == 200
