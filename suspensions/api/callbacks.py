@@ -11,20 +11,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, services
+from .. import services
 from ..exceptions import NotFound
-from . import docs, shapes
+from ..wire.answers import ClaimedOut, EarlyOut
+from . import docs
 from . import serializers as s
 from .authentication import principal_of
 from .views import CLAIMED, created, drift_guard, validated, version_of
 
 
 class EarlyResults(APIView):
-    @extend_schema(
-        **docs.operation(
-            "keep_early_result", request=s.KeepEarlyResult, ok={200: shapes.EarlyOut, 201: shapes.EarlyOut}
-        )
-    )
+    @extend_schema(**docs.operation("keep_early_result", request=s.KeepEarlyResult, ok={200: EarlyOut, 201: EarlyOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.KeepEarlyResult, request)
         kept = services.keep_early_result(
@@ -34,7 +31,7 @@ class EarlyResults(APIView):
             content=data["content"],
             ttl_seconds=data.get("ttl_seconds"),
         )
-        return created(presenters.early_result_body(kept), kept.fresh)
+        return created(EarlyOut.of(kept), kept.fresh)
 
 
 class Callback(APIView):
@@ -51,7 +48,7 @@ class Callback(APIView):
         claimed = services.resume_by_callback(
             token=token, version=version_of(data), results=data["results"], **drift_guard(data)
         )
-        return created(presenters.claimed_body(claimed), claimed.fresh)
+        return created(ClaimedOut.of(claimed), claimed.fresh)
 
     @extend_schema(exclude=True)
     def refuse(self, request: Request, *args: Any, **kwargs: Any) -> NoReturn:

@@ -11,12 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import digests, presenters, services
+from .. import digests, services
+from ..wire.answers import ClosureReceiptOut
 from . import docs
 from .authentication import principal_of
 from .fields import ShownStr, StrictInt, StrictStr
 from .serializers import ClaimVersion, Strict
-from .shapes import ClosureReceiptOut
 from .views import created, validated, version_of
 
 
@@ -73,11 +73,11 @@ class RunClosures(APIView):
         data = validated(Close, request)
         # close_run itself refuses a version naming another run than the path's.
         closed = services.close_run(principal=principal_of(request), run_id=pk, request=closure_request(data))
-        return created(presenters.closure_receipt(closed.receipt, fresh=closed.fresh), closed.fresh)
+        return created(ClosureReceiptOut.of(closed.receipt, fresh=closed.fresh), closed.fresh)
 
 
 class RunClosure(APIView):
     @extend_schema(**docs.operation("get_closure_receipt", ok={200: ClosureReceiptOut}))
     def get(self, request: Request, pk: UUID, suspension_id: UUID) -> Response:
         receipt = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)
-        return Response(presenters.closure_receipt(receipt, fresh=False))
+        return Response(ClosureReceiptOut.of(receipt, fresh=False).wire())

@@ -9,14 +9,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, services
+from .. import services
 from ..models import Reason
+from ..wire.answers import ClaimedOut, ParkedWaitOut
 from . import docs
 from .authentication import principal_of
 from .fields import AnyJSON, JSONObject, ShownStr, StrictInt, StrictStr, Tags
 from .idempotency import idempotent
 from .serializers import Strict
-from .shapes import ClaimedOut, ParkedWaitOut
 from .views import created, validated
 
 
@@ -84,7 +84,7 @@ class ParkFlowWait(APIView):
             decision_token=data.get("decision_token"),
             tags=data.get("tags", ()),
         )
-        return Response(presenters.parked_body(parked), status=201)
+        return Response(ParkedWaitOut.of(parked).wire(), status=201)
 
 
 class DispatchResume(APIView):
@@ -94,4 +94,4 @@ class DispatchResume(APIView):
     def post(self, request: Request) -> Response:
         data = validated(DispatchResumeIn, request)
         claimed = services.resume_flow_wait(principal=principal_of(request), **data)
-        return created(presenters.claimed_body(claimed), claimed.fresh)
+        return created(ClaimedOut.of(claimed), claimed.fresh)

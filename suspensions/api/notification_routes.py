@@ -15,23 +15,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, selectors
+from .. import selectors
 from ..models import NotificationRoute
 from ..services import notification_routes as routes
-from . import docs, shapes
+from ..wire.answers_operators import NotificationRouteOut
+from . import docs
 from . import serializers as s
 from .authentication import principal_of
 from .idempotency import idempotent, unless_deleted
 from .views import validated
 
-ONE = {200: shapes.NotificationRouteOut}
+ONE = {200: NotificationRouteOut}
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("list_notification_routes", ok=ONE)))
 class NotificationRouteList(generics.ListAPIView):
     """The routes of the caller's operator scopes, newest first (403 without the role anywhere)."""
-
-    serializer_class = shapes.NotificationRouteOut
 
     def get_queryset(self) -> QuerySet[NotificationRoute]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
@@ -42,29 +41,27 @@ class NotificationRouteList(generics.ListAPIView):
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response([presenters.notification_route(r) for r in page or []])
+        return self.get_paginated_response([NotificationRouteOut.of(r).wire() for r in page or []])
 
     @extend_schema(
-        **docs.operation(
-            "create_notification_route", request=s.CreateNotificationRoute, ok={201: shapes.NotificationRouteOut}
-        )
+        **docs.operation("create_notification_route", request=s.CreateNotificationRoute, ok={201: NotificationRouteOut})
     )
     @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request) -> Response:
         data = validated(s.CreateNotificationRoute, request)
         route = routes.create_route(principal=principal_of(request), **{"scope": None, **data})
-        return Response(presenters.notification_route(route), status=201)
+        return Response(NotificationRouteOut.of(route).wire(), status=201)
 
 
 class NotificationRouteDetail(APIView):
     @extend_schema(**docs.operation("get_notification_route", ok=ONE))
     def get(self, request: Request, pk: UUID) -> Response:
-        return Response(presenters.notification_route(routes.route_of(principal_of(request), pk)))
+        return Response(NotificationRouteOut.of(routes.route_of(principal_of(request), pk)).wire())
 
     @extend_schema(**docs.operation("delete_notification_route", ok=ONE))
     def delete(self, request: Request, pk: UUID) -> Response:
         route = routes.delete_route(principal=principal_of(request), route_id=pk)
-        return Response(presenters.notification_route(route))
+        return Response(NotificationRouteOut.of(route).wire())
 
 
 class DisableNotificationRoute(APIView):
@@ -72,7 +69,7 @@ class DisableNotificationRoute(APIView):
     @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request, pk: UUID) -> Response:
         route = routes.set_active(principal=principal_of(request), route_id=pk, active=False)
-        return Response(presenters.notification_route(route))
+        return Response(NotificationRouteOut.of(route).wire())
 
 
 class EnableNotificationRoute(APIView):
@@ -80,4 +77,4 @@ class EnableNotificationRoute(APIView):
     @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request, pk: UUID) -> Response:
         route = routes.set_active(principal=principal_of(request), route_id=pk, active=True)
-        return Response(presenters.notification_route(route))
+        return Response(NotificationRouteOut.of(route).wire())

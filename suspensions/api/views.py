@@ -13,24 +13,37 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, selectors, services
+from .. import selectors, services
 from ..exceptions import Forbidden, NotFound
 from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
 from ..principals import Principal
-from . import bodies, docs, shapes
+from ..wire.answers import (
+    AdmissionRowOut,
+    Answer,
+    ClaimedOut,
+    DeniedOut,
+    EventOut,
+    LatestAdmissionOut,
+    PausedOut,
+    RunOut,
+    SuspensionOut,
+    SuspensionSummaryOut,
+    VotedOut,
+)
+from . import bodies, docs
 from . import serializers as s
 from .authentication import principal_of
 from .idempotency import idempotent
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
-DECISION = PolymorphicProxySerializer("Decision", [shapes.ClaimedOut, shapes.DeniedOut], resource_type_field_name=None)
+DECISION = PolymorphicProxySerializer("Decision", [ClaimedOut, DeniedOut], resource_type_field_name=None)
 # 200 also answers the same approver's vote again while the quorum is not reached (fresh false).
 REPLAYED = PolymorphicProxySerializer(
-    "ReplayedDecision", [shapes.ClaimedOut, shapes.DeniedOut, shapes.VotedOut], resource_type_field_name=None
+    "ReplayedDecision", [ClaimedOut, DeniedOut, VotedOut], resource_type_field_name=None
 )
 # A claim: 201 for the call that did the work, 200 for the identical call again.
-CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
+CLAIMED = {200: ClaimedOut, 201: ClaimedOut}
 
 Row = TypeVar("Row", bound=Model)
 
@@ -58,8 +71,8 @@ def drift_guard(data: dict[str, Any]) -> dict[str, Any]:
     return {"engine_version": data.get("engine_version"), "accept_drift": data.get("accept_drift", False)}
 
 
-def created(body: dict[str, Any], fresh: bool) -> Response:
-    return Response(body, status=201 if fresh else 200)
+def created(answer: Answer, fresh: bool) -> Response:
+    return Response(answer.wire(), status=201 if fresh else 200)
 
 
 def rows_of_run(view: APIView, rows: Callable[[Principal], QuerySet[Row]], model: type[Row]) -> QuerySet[Row]:
@@ -76,37 +89,44 @@ def rows_of_run(view: APIView, rows: Callable[[Principal], QuerySet[Row]], model
 # -- runs ---------------------------------------------------------------------
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_runs", ok={200: shapes.RunOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_runs", ok={200: RunOut})))
 class RunList(generics.ListAPIView):
-    serializer_class = shapes.RunOut
     filterset_class = RunFilter
 
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
-    @extend_schema(**docs.operation("register_run", request=s.RegisterRun, ok={201: shapes.RunOut}))
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response([RunOut.of(run).wire() for run in page or []])
+
+    @extend_schema(**docs.operation("register_run", request=s.RegisterRun, ok={201: RunOut}))
     @idempotent
     def post(self, request: Request) -> Response:
         data = validated(s.RegisterRun, request)
         run = services.register_run(principal=principal_of(request), **data)
-        return Response(presenters.run_body(run), status=201)
+        return Response(RunOut.of(run).wire(), status=201)
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("get_run", ok={200: shapes.RunOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("get_run", ok={200: RunOut})))
 class RunDetail(generics.RetrieveAPIView):
-    serializer_class = shapes.RunOut
-
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return Response(RunOut.of(self.get_object()).wire())
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_run_events", ok={200: shapes.EventOut})))
+
+@extend_schema_view(get=extend_schema(**docs.operation("list_run_events", ok={200: EventOut})))
 class RunEvents(generics.ListAPIView):
-    serializer_class = shapes.EventOut
     pagination_class = OldestFirstPagination
 
     def get_queryset(self) -> QuerySet[Event]:
         return rows_of_run(self, selectors.events, Event)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([EventOut.of(event).wire() for event in page or []])
 
 
 def callback_url(request: Request, suspension: Suspension) -> str:
@@ -121,7 +141,7 @@ def callback_url(request: Request, suspension: Suspension) -> str:
 
 
 class Suspend(APIView):
-    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: shapes.PausedOut}))
+    @extend_schema(**docs.operation("suspend_run", request=s.Suspend, ok={201: PausedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Suspend, request)
         raw = request.data
@@ -139,7 +159,7 @@ class Suspend(APIView):
             tags=data.get("tags", ()),
         )
         url = callback_url(request, paused.suspension) if data.get("callback") else None
-        return Response(presenters.paused_body(paused, url), status=201)
+        return Response(PausedOut.of_paused(paused, url).wire(), status=201)
 
 
 class Resume(APIView):
@@ -153,36 +173,35 @@ class Resume(APIView):
             results=data["results"],
             **drift_guard(data),
         )
-        return created(presenters.claimed_body(claimed), claimed.fresh)
+        return created(ClaimedOut.of(claimed), claimed.fresh)
 
 
 class Complete(APIView):
-    @extend_schema(**docs.operation("complete_run", request=s.Revision, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("complete_run", request=s.Revision, ok={200: RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Revision, request)
-        return Response(presenters.run_body(services.complete_run(principal=principal_of(request), run_id=pk, **data)))
+        return Response(RunOut.of(services.complete_run(principal=principal_of(request), run_id=pk, **data)).wire())
 
 
 class Fail(APIView):
-    @extend_schema(**docs.operation("fail_run", request=s.Fail, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("fail_run", request=s.Fail, ok={200: RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Fail, request)
-        return Response(presenters.run_body(services.fail_run(principal=principal_of(request), run_id=pk, **data)))
+        return Response(RunOut.of(services.fail_run(principal=principal_of(request), run_id=pk, **data)).wire())
 
 
 class Cancel(APIView):
-    @extend_schema(**docs.operation("cancel_run", request=s.Revision, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("cancel_run", request=s.Revision, ok={200: RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Revision, request)
-        return Response(presenters.run_body(services.cancel_run(principal=principal_of(request), run_id=pk, **data)))
+        return Response(RunOut.of(services.cancel_run(principal=principal_of(request), run_id=pk, **data)).wire())
 
 
 # -- suspensions and approvals --------------------------------------------------
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_suspensions", ok={200: shapes.SuspensionSummaryOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_suspensions", ok={200: SuspensionSummaryOut})))
 class SuspensionList(generics.ListAPIView):
-    serializer_class = shapes.SuspensionSummaryOut
     filterset_class = SuspensionFilter
     pagination_class = DeadlinePagination
 
@@ -191,19 +210,19 @@ class SuspensionList(generics.ListAPIView):
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response([presenters.suspension_summary(x) for x in page or []])
+        return self.get_paginated_response([SuspensionSummaryOut.of(x).wire() for x in page or []])
 
 
 class SuspensionDetail(APIView):
-    @extend_schema(**docs.operation("get_suspension", ok={200: shapes.SuspensionOut}))
+    @extend_schema(**docs.operation("get_suspension", ok={200: SuspensionOut}))
     def get(self, request: Request, pk: UUID) -> Response:
         susp = selectors.suspensions(principal_of(request)).filter(pk=pk).first()
         if susp is None:
             raise NotFound()
-        return Response(presenters.suspension_detail(susp))
+        return Response(SuspensionOut.of(susp).wire())
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_approvals", ok={200: shapes.SuspensionSummaryOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_approvals", ok={200: SuspensionSummaryOut})))
 class ApprovalList(SuspensionList):
     def get_queryset(self) -> QuerySet[Suspension]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
@@ -216,7 +235,7 @@ class ApprovalList(SuspensionList):
 
 class Decide(APIView):
     @extend_schema(
-        **docs.operation("decide_approval", request=s.Decide, ok={200: REPLAYED, 201: DECISION, 202: shapes.VotedOut})
+        **docs.operation("decide_approval", request=s.Decide, ok={200: REPLAYED, 201: DECISION, 202: VotedOut})
     )
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Decide, request)
@@ -230,23 +249,22 @@ class Decide(APIView):
             calls=data.get("calls"),
         )
         if isinstance(decision, services.Denied):
-            return created(presenters.denied_body(decision), decision.fresh)
+            return created(DeniedOut.of(decision), decision.fresh)
         if isinstance(decision, services.Voted):
             # Short of the quorum: accepted, the run still waits; the same vote again is a replay (200).
-            return Response(presenters.voted_body(decision), status=202 if decision.fresh else 200)
-        return created(presenters.claimed_body(decision), decision.fresh)
+            return Response(VotedOut.of(decision).wire(), status=202 if decision.fresh else 200)
+        return created(ClaimedOut.of(decision), decision.fresh)
 
 
 # -- admissions and starts --------------------------------------------------------
 
 
 def admission_rows(page: Any) -> list[dict[str, Any]]:
-    return [presenters.admission_row(a) for a in page or []]
+    return [AdmissionRowOut.of(a).wire() for a in page or []]
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_run_admissions", ok={200: shapes.AdmissionReceiptOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_run_admissions", ok={200: AdmissionRowOut})))
 class RunAdmissions(generics.ListAPIView):
-    serializer_class = shapes.AdmissionReceiptOut
     pagination_class = OldestFirstPagination
 
     def get_queryset(self) -> QuerySet[Admission]:
@@ -265,21 +283,19 @@ class RunAdmissions(generics.ListAPIView):
             input=data["input"],
             reply_with=data["reply_with"],
         )
-        return created(presenters.claimed_body(claimed), claimed.fresh)
+        return created(ClaimedOut.of(claimed), claimed.fresh)
 
 
 class LatestAdmission(APIView):
-    @extend_schema(**docs.operation("get_latest_admission", ok={200: shapes.LatestAdmissionOut}))
+    @extend_schema(**docs.operation("get_latest_admission", ok={200: LatestAdmissionOut}))
     def get(self, request: Request, pk: UUID) -> Response:
         latest, start = selectors.latest_admission(principal_of(request), pk)
         if latest is None:
             raise NotFound()
-        body = presenters.admission_row(latest)
-        body["start"] = presenters.start_receipt(start) if start else None
-        return Response(body)
+        return Response(LatestAdmissionOut.of_latest(latest, start).wire())
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_admissions", ok={200: shapes.AdmissionReceiptOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_admissions", ok={200: AdmissionRowOut})))
 class AdmissionList(generics.ListAPIView):
     """Admitted work waiting for a start: the engine's queue (docs/api.md, "7.4 Admissions and starts";
     docs/decisions.md, "Trust boundaries"), only where it is an engine.
@@ -288,7 +304,6 @@ class AdmissionList(generics.ListAPIView):
     admissions under /runs/{id}/admissions instead.
     """
 
-    serializer_class = shapes.AdmissionReceiptOut
     filterset_class = AdmissionFilter
     pagination_class = AdmittedAtPagination
 
@@ -306,9 +321,9 @@ class AdmissionList(generics.ListAPIView):
 
 
 class StartAdmission(APIView):
-    @extend_schema(**docs.operation("start_admission", request=s.Start, ok={201: shapes.ClaimedOut}))
+    @extend_schema(**docs.operation("start_admission", request=s.Start, ok={201: ClaimedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         # No body, null or {}: no fields; else only the drift guard's, anything else refused before the start.
         data = validated(s.Start, request) if request.data not in (None, {}) else {}
         claimed = services.start_admission(principal=principal_of(request), admission_id=pk, **drift_guard(data))
-        return created(presenters.claimed_body(claimed), True)
+        return created(ClaimedOut.of(claimed), True)
