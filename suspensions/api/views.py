@@ -7,7 +7,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import F, Model, QuerySet
 from django.urls import reverse
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,10 +22,12 @@ from ..wire.answers import (
     AdmissionRowOut,
     Answer,
     ClaimedOut,
+    Decision,
     DeniedOut,
     EventOut,
     LatestAdmissionOut,
     PausedOut,
+    ReplayedDecision,
     RunOut,
     SuspensionOut,
     SuspensionSummaryOut,
@@ -37,11 +39,6 @@ from .authentication import principal_of
 from .idempotency import idempotent
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
-DECISION = PolymorphicProxySerializer("Decision", [ClaimedOut, DeniedOut], resource_type_field_name=None)
-# 200 also answers the same approver's vote again while the quorum is not reached (fresh false).
-REPLAYED = PolymorphicProxySerializer(
-    "ReplayedDecision", [ClaimedOut, DeniedOut, VotedOut], resource_type_field_name=None
-)
 # A claim: 201 for the call that did the work, 200 for the identical call again.
 CLAIMED = {200: ClaimedOut, 201: ClaimedOut}
 
@@ -235,7 +232,7 @@ class ApprovalList(SuspensionList):
 
 class Decide(APIView):
     @extend_schema(
-        **docs.operation("decide_approval", request=s.Decide, ok={200: REPLAYED, 201: DECISION, 202: VotedOut})
+        **docs.operation("decide_approval", request=s.Decide, ok={200: ReplayedDecision, 201: Decision, 202: VotedOut})
     )
     def post(self, request: Request, pk: UUID) -> Response:
         data = validated(s.Decide, request)

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self, TypeVar
 from uuid import UUID
 
-from pydantic import MISSING, BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema, WrapValidator
+from pydantic import MISSING, BaseModel, ConfigDict, Field, PlainSerializer, RootModel, WithJsonSchema, WrapValidator
 
 from .. import digests
 from ..models import (
@@ -467,6 +467,14 @@ class VotedOut(DecisionHeadOut):
     def of(cls, voted: Any) -> Self:
         """A vote short of the quorum (services.Voted)."""
         return cls(**cls.head("approve", voted), votes=voted.votes, quorum=voted.quorum, voters=voted.voters)
+
+
+class Decision(RootModel[ClaimedOut | DeniedOut]):
+    """The answer to a decision that did the work: the claim an approve or a respond made, or the denial."""
+
+
+class ReplayedDecision(RootModel[ClaimedOut | DeniedOut | VotedOut]):
+    """The answer to the same decision again: as first answered, a vote short of the quorum included."""
 
 
 class AskedCallOut(Answer):
