@@ -60,7 +60,7 @@ AsGiven = Annotated[T, WrapValidator(lambda value, _: value), PlainSerializer(la
 
 
 def absent(description: str = "") -> Any:
-    """The default of an `Absent` field: left out of the answer unless given."""
+    """The default of an `X | MISSING` field: left out of the answer unless given."""
     return Field(MISSING, description=description or None)
 
 
