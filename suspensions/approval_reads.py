@@ -5,16 +5,16 @@ console's approval page is drawn from the same body, so a decided approval shows
 calls it decided wherever it is read.
 """
 
-from typing import Any
 from uuid import UUID
 
-from . import presenters, selectors
+from . import selectors
 from .exceptions import Forbidden, NotFound
 from .models import AdmissionSource, ApprovalVote
 from .principals import Principal
+from .wire.answers import ApprovalOut
 
 
-def find_approval(principal: Principal, suspension_id: UUID) -> dict[str, Any]:
+def find_approval(principal: Principal, suspension_id: UUID) -> ApprovalOut:
     """The approval body for an approver or auditor of its scope (403 without either role anywhere, 404 unseen)."""
     if not principal.superuser and not principal.scopes_with("approver", "auditor"):
         raise Forbidden("the 'approver' or 'auditor' role is required")
@@ -29,4 +29,4 @@ def find_approval(principal: Principal, suspension_id: UUID) -> dict[str, Any]:
         .first()
     )
     votes = list(ApprovalVote.objects.filter(suspension_id=record.suspension_id).order_by("cast_at", "id"))
-    return presenters.approval_body(record, run, admission, votes)
+    return ApprovalOut.of(record, run, admission, votes)

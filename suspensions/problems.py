@@ -5,6 +5,7 @@ from typing import Any
 from django.http import JsonResponse
 
 from .exceptions import ServiceError
+from .wire.answers import Problem
 
 PROBLEM = "application/problem+json"
 RETRY_AFTER_SECONDS = "5"
@@ -13,14 +14,7 @@ BEARER_CHALLENGE = 'Bearer realm="api"'
 
 
 def problem_body(error: ServiceError) -> dict[str, Any]:
-    return {
-        "type": f"https://suspensions.dev/errors/{error.code}",
-        "title": error.title,
-        "status": error.status,
-        "detail": error.detail,
-        "code": error.code,
-        **error.extra,
-    }
+    return Problem.of(error).wire()
 
 
 def problem_headers(error: ServiceError) -> dict[str, str]:

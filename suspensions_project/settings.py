@@ -448,8 +448,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"displayOperationId": True},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    # Two `format` fields: the webhook's as answered (with labels) and as asked (suspensions/wire); one name each.
-    "ENUM_NAME_OVERRIDES": {"WebhookFormatEnum": "suspensions.models.WebhookFormat.choices"},
+    # The same values as a request's choices (with their labels) and as an answer's Literal (suspensions/wire):
+    # one name each, not a name per component.
+    "ENUM_NAME_OVERRIDES": {
+        "FormatEnum": "suspensions.models.WebhookFormat",
+        "KindEnum": "suspensions.models.NotificationChannel",
+        "WebhookFormatEnum": ["standard", "slack"],
+        "NotificationChannelEnum": ["email", "slack"],
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "suspensions.api.schema.problem_responses",

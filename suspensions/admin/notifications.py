@@ -13,10 +13,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..exceptions import ServiceError
-from ..models import Notification, NotificationRoute, SlackChannel
+from ..models import ROUTE_EVENT_TYPES, Notification, NotificationRoute, SlackChannel
 from ..principals import for_user
 from ..services import notification_routes
-from ..services.notifications import ROUTE_EVENT_TYPES
 from .base import ReadOnlyAdmin, ScopedAdmin, SuperuserOnlyAdmin, clean_scope
 
 

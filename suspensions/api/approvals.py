@@ -9,11 +9,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..approval_reads import find_approval
-from . import docs, shapes
+from ..wire.answers import ApprovalOut
+from . import docs
 from .authentication import principal_of
 
 
 class ApprovalDetail(APIView):
-    @extend_schema(**docs.operation("get_approval", ok={200: shapes.ApprovalOut}))
+    @extend_schema(**docs.operation("get_approval", ok={200: ApprovalOut}))
     def get(self, request: Request, pk: UUID) -> Response:
-        return Response(find_approval(principal_of(request), pk))
+        return Response(find_approval(principal_of(request), pk).wire())

@@ -15,12 +15,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, replicas, scopes, selectors
+from .. import replicas, scopes, selectors
 from ..exceptions import Forbidden, InvalidRequest
 from ..models import AuditCheckpoint, Event, Role
 from ..principals import Principal
 from ..services import audit
-from . import docs, shapes
+from ..wire.answers_audit import AuditCheckpointLine, AuditEventLine, AuditLine, AuditPublicKeyOut
+from . import docs
 from .authentication import principal_of
 from .filtering import refuse_unknown
 
@@ -37,10 +38,10 @@ def require_auditor(principal: Principal) -> None:
 
 
 class AuditPublicKey(APIView):
-    @extend_schema(**docs.operation("get_audit_public_key", ok={200: shapes.AuditPublicKeyOut}))
+    @extend_schema(**docs.operation("get_audit_public_key", ok={200: AuditPublicKeyOut}))
     def get(self, request: Request) -> Response:
         require_auditor(principal_of(request))
-        return Response(presenters.audit_public_key(audit.public_key()))
+        return Response(AuditPublicKeyOut.of(audit.public_key()).wire())
 
 
 class AuditExport(APIView):
@@ -51,7 +52,7 @@ class AuditExport(APIView):
         ],
         **docs.operation(
             "export_audit",
-            ok={(200, NDJSON): OpenApiResponse(shapes.AuditLine, description="One JSON object a line, streamed.")},
+            ok={(200, NDJSON): OpenApiResponse(AuditLine, description="One JSON object a line, streamed.")},
         ),
     )
     def get(self, request: Request) -> StreamingHttpResponse:
@@ -110,7 +111,7 @@ def lines(
         page = list(events.filter(id__gt=after).order_by("id").values(*COLUMNS)[:PAGE])
         for row in page:
             exported.add(str(row["run_id"]))
-            yield _line(presenters.audit_event_line(row))
+            yield _line(AuditEventLine.of(row).wire())
         if len(page) < PAGE:
             break
         after = page[-1]["id"]
@@ -119,7 +120,7 @@ def lines(
         if checkpoint.workspace not in held:
             held[checkpoint.workspace] = whole(checkpoint.workspace)
         visible = checkpoint.runs if held[checkpoint.workspace] else [r for r in checkpoint.runs if r[0] in exported]
-        yield _line(presenters.audit_checkpoint_line(checkpoint, visible))
+        yield _line(AuditCheckpointLine.of(checkpoint, visible).wire())
 
 
 def _line(value: dict[str, Any]) -> bytes:

@@ -11,20 +11,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, services
+from .. import services
 from ..exceptions import NotFound
 from ..wire import requests
+from ..wire.answers import ClaimedOut, EarlyOut
 from ..wire.base import given
-from . import docs, shapes
+from . import docs
 from .authentication import principal_of
 from .views import CLAIMED, claim_version, created, drift_guard, parsed
 
 
 class EarlyResults(APIView):
     @extend_schema(
-        **docs.operation(
-            "keep_early_result", request=requests.KeepEarlyResult, ok={200: shapes.EarlyOut, 201: shapes.EarlyOut}
-        )
+        **docs.operation("keep_early_result", request=requests.KeepEarlyResult, ok={200: EarlyOut, 201: EarlyOut})
     )
     def post(self, request: Request, pk: UUID) -> Response:
         body = parsed(requests.KeepEarlyResult, request)
@@ -35,7 +34,7 @@ class EarlyResults(APIView):
             content=body.content,
             ttl_seconds=given(body.ttl_seconds, None),
         )
-        return created(presenters.early_result_body(kept), kept.fresh)
+        return created(EarlyOut.of(kept), kept.fresh)
 
 
 class Callback(APIView):
@@ -52,7 +51,7 @@ class Callback(APIView):
         claimed = services.resume_by_callback(
             token=token, version=claim_version(body.version), results=request.data["results"], **drift_guard(body)
         )
-        return created(presenters.claimed_body(claimed), claimed.fresh)
+        return created(ClaimedOut.of(claimed), claimed.fresh)
 
     @extend_schema(exclude=True)
     def refuse(self, request: Request, *args: Any, **kwargs: Any) -> NoReturn:

@@ -7,11 +7,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, services
+from .. import services
 from ..wire import requests
+from ..wire.answers import ClosureReceiptOut
 from . import docs
 from .authentication import principal_of
-from .shapes import ClosureReceiptOut
 from .views import claim_version, created, parsed
 
 
@@ -27,11 +27,11 @@ class RunClosures(APIView):
         body = parsed(requests.Close, request)
         # close_run itself refuses a version naming another run than the path's.
         closed = services.close_run(principal=principal_of(request), run_id=pk, request=closure_request(body))
-        return created(presenters.closure_receipt(closed.receipt, fresh=closed.fresh), closed.fresh)
+        return created(ClosureReceiptOut.of(closed.receipt, fresh=closed.fresh), closed.fresh)
 
 
 class RunClosure(APIView):
     @extend_schema(**docs.operation("get_closure_receipt", ok={200: ClosureReceiptOut}))
     def get(self, request: Request, pk: UUID, suspension_id: UUID) -> Response:
         receipt = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)
-        return Response(presenters.closure_receipt(receipt, fresh=False))
+        return Response(ClosureReceiptOut.of(receipt, fresh=False).wire())

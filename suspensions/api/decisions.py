@@ -19,7 +19,6 @@ from typing import Any
 
 from django.db import DatabaseError
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -27,21 +26,10 @@ from rest_framework.views import APIView
 from ..exceptions import InvalidRequest, ServiceError, Unavailable
 from ..principals import Principal
 from ..wire import requests
+from ..wire.answers import DecisionResultOut, DecisionsOut
 from . import docs, views
 from .authentication import principal_of
 from .errors import as_service_error, problem_body
-
-
-class DecisionResultOut(serializers.Serializer):
-    approval_id = serializers.UUIDField()
-    status = serializers.IntegerField(help_text="What `POST /approvals/{approval_id}/decide` would have answered.")
-    body = serializers.JSONField(
-        help_text="That answer's body: a decision (as the single decide's 200, 201 or 202) or a problem."
-    )
-
-
-class DecisionsOut(serializers.Serializer):
-    results = DecisionResultOut(many=True, help_text="One result per item, in the items' order.")
 
 
 def paths(errors: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -88,7 +76,7 @@ def items_of(body: Any) -> list[requests.DecideItem]:
     return items
 
 
-def decided(principal: Principal, item: requests.DecideItem) -> dict[str, Any]:
+def decided(principal: Principal, item: requests.DecideItem) -> DecisionResultOut:
     """One item, as its single decide answers it: its status and body, a refusal as its problem."""
     approval_id = item.approval_id
     try:
@@ -96,7 +84,7 @@ def decided(principal: Principal, item: requests.DecideItem) -> dict[str, Any]:
     except (ServiceError, DatabaseError) as exc:
         error = as_service_error(exc) or Unavailable()
         status, body = error.status, problem_body(error)
-    return {"approval_id": str(approval_id), "status": status, "body": body}
+    return DecisionResultOut(approval_id=approval_id, status=status, body=body)
 
 
 class DecideMany(APIView):
@@ -110,4 +98,4 @@ class DecideMany(APIView):
     def post(self, request: Request) -> Response:
         items = items_of(request.data)
         principal = principal_of(request)
-        return Response({"results": [decided(principal, item) for item in items]})
+        return Response(DecisionsOut(results=[decided(principal, item) for item in items]).wire())

@@ -1,7 +1,6 @@
 """Agent-reply discovery (docs/api.md, "`GET /agent-replies/runs` — discovery"): which runs the bus must answer or
 recover."""
 
-from typing import Any
 from uuid import UUID
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -14,6 +13,7 @@ from .. import selectors
 from ..exceptions import Forbidden
 from ..models import Role
 from ..principals import Principal
+from ..wire.answers import DiscoveryOut
 from . import docs
 from .authentication import principal_of
 
@@ -26,11 +26,6 @@ class DiscoveryQuery(serializers.Serializer):
     # 1000 must learn that it will not get them.
     after = serializers.UUIDField(required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-
-
-class DiscoveryOut(serializers.Serializer):
-    runs = serializers.ListField(child=serializers.UUIDField())
-    next = serializers.UUIDField(allow_null=True, help_text="Pass as `after` for the next page; null on the last.")
 
 
 class AgentReplyRuns(APIView):
@@ -47,15 +42,15 @@ class AgentReplyRuns(APIView):
             raise Forbidden("the 'bus' role is required")
         query = DiscoveryQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        return Response(page(principal, **query.validated_data))
+        return Response(page(principal, **query.validated_data).wire())
 
 
-def page(principal: Principal, *, limit: int, after: UUID | None = None) -> dict[str, Any]:
+def page(principal: Principal, *, limit: int, after: UUID | None = None) -> DiscoveryOut:
     runs = selectors.agent_reply_runs(principal)
     if after is not None:
         runs = runs.filter(id__gt=after)
     # One row past the page tells whether another page exists.
-    ids = [str(pk) for pk in runs.values_list("id", flat=True)[: limit + 1]]
+    ids = list(runs.values_list("id", flat=True)[: limit + 1])
     more = len(ids) > limit
     ids = ids[:limit]
-    return {"runs": ids, "next": ids[-1] if more else None}
+    return DiscoveryOut(runs=ids, next=ids[-1] if more else None)

@@ -6,13 +6,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, services
+from .. import services
 from ..wire import requests_flows as requests
+from ..wire.answers import ClaimedOut, ParkedWaitOut
 from ..wire.base import given
 from . import docs
 from .authentication import principal_of
 from .idempotency import idempotent
-from .shapes import ClaimedOut, ParkedWaitOut
 from .views import created, parsed
 
 
@@ -30,7 +30,7 @@ class ParkFlowWait(APIView):
             decision_token=given(body.decision_token, None),
             tags=given(body.tags, ()),
         )
-        return Response(presenters.parked_body(parked), status=201)
+        return Response(ParkedWaitOut.of(parked).wire(), status=201)
 
 
 class DispatchResume(APIView):
@@ -47,4 +47,4 @@ class DispatchResume(APIView):
             output=body.output,
             decision_token=given(body.decision_token, None),
         )
-        return created(presenters.claimed_body(claimed), claimed.fresh)
+        return created(ClaimedOut.of(claimed), claimed.fresh)

@@ -15,24 +15,23 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, selectors
+from .. import selectors
 from ..models import NotificationRoute
 from ..services import notification_routes as routes
 from ..wire import requests_operators as requests
+from ..wire.answers_operators import NotificationRouteOut
 from ..wire.base import given
-from . import docs, shapes
+from . import docs
 from .authentication import principal_of
 from .idempotency import idempotent, unless_deleted
 from .views import parsed
 
-ONE = {200: shapes.NotificationRouteOut}
+ONE = {200: NotificationRouteOut}
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("list_notification_routes", ok=ONE)))
 class NotificationRouteList(generics.ListAPIView):
     """The routes of the caller's operator scopes, newest first (403 without the role anywhere)."""
-
-    serializer_class = shapes.NotificationRouteOut
 
     def get_queryset(self) -> QuerySet[NotificationRoute]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
@@ -43,11 +42,11 @@ class NotificationRouteList(generics.ListAPIView):
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response([presenters.notification_route(r) for r in page or []])
+        return self.get_paginated_response([NotificationRouteOut.of(r).wire() for r in page or []])
 
     @extend_schema(
         **docs.operation(
-            "create_notification_route", request=requests.CreateNotificationRoute, ok={201: shapes.NotificationRouteOut}
+            "create_notification_route", request=requests.CreateNotificationRoute, ok={201: NotificationRouteOut}
         )
     )
     @idempotent(replay=unless_deleted(NotificationRoute))
@@ -61,18 +60,18 @@ class NotificationRouteList(generics.ListAPIView):
             event_types=body.event_types,
             description=body.description,
         )
-        return Response(presenters.notification_route(route), status=201)
+        return Response(NotificationRouteOut.of(route).wire(), status=201)
 
 
 class NotificationRouteDetail(APIView):
     @extend_schema(**docs.operation("get_notification_route", ok=ONE))
     def get(self, request: Request, pk: UUID) -> Response:
-        return Response(presenters.notification_route(routes.route_of(principal_of(request), pk)))
+        return Response(NotificationRouteOut.of(routes.route_of(principal_of(request), pk)).wire())
 
     @extend_schema(**docs.operation("delete_notification_route", ok=ONE))
     def delete(self, request: Request, pk: UUID) -> Response:
         route = routes.delete_route(principal=principal_of(request), route_id=pk)
-        return Response(presenters.notification_route(route))
+        return Response(NotificationRouteOut.of(route).wire())
 
 
 class DisableNotificationRoute(APIView):
@@ -80,7 +79,7 @@ class DisableNotificationRoute(APIView):
     @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request, pk: UUID) -> Response:
         route = routes.set_active(principal=principal_of(request), route_id=pk, active=False)
-        return Response(presenters.notification_route(route))
+        return Response(NotificationRouteOut.of(route).wire())
 
 
 class EnableNotificationRoute(APIView):
@@ -88,4 +87,4 @@ class EnableNotificationRoute(APIView):
     @idempotent(replay=unless_deleted(NotificationRoute))
     def post(self, request: Request, pk: UUID) -> Response:
         route = routes.set_active(principal=principal_of(request), route_id=pk, active=True)
-        return Response(presenters.notification_route(route))
+        return Response(NotificationRouteOut.of(route).wire())

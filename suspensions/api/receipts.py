@@ -7,11 +7,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, selectors
+from .. import selectors
 from ..exceptions import NotFound
+from ..wire.answers import ExpiryReceiptOut
 from . import docs
 from .authentication import principal_of
-from .shapes import ExpiryReceiptOut
 
 
 class RunExpiry(APIView):
@@ -20,4 +20,4 @@ class RunExpiry(APIView):
         receipt = selectors.expiries(principal_of(request)).filter(run_id=pk, suspension_id=suspension_id).first()
         if receipt is None:
             raise NotFound(f"no expiry receipt for pause {suspension_id} of run {pk}")
-        return Response(presenters.expiry_receipt(receipt))
+        return Response(ExpiryReceiptOut.of(receipt).wire())

@@ -10,15 +10,19 @@
 - The keyed creates (`@idempotent`, api/idempotency.py, which documents the
   header): their `400` for a bad key, `409 idempotency_mismatch` and the
   `Idempotent-Replayed` header of a replayed answer.
-- The bearer token and staff session schemes (imported in SuspensionsConfig.ready so they are
-  registered before any schema is generated).
+- The bearer token and staff session schemes, and the answer bodies' schemas
+  (`AnswerSchemas`: suspensions/wire, pydantic models), imported in
+  SuspensionsConfig.ready so they are registered before any schema is generated.
 """
 
 from typing import Any
 
 from drf_spectacular.authentication import SessionScheme
+from drf_spectacular.contrib.pydantic import PydanticExtension
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.plumbing import ResolvedComponent
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, model_json_schema
+from pydantic_core import core_schema
 
 from .. import exceptions
 from ..wire.base import OpenAPI30
@@ -58,6 +62,58 @@ class RequestBodies(OpenApiSerializerExtension):
             component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=definition)
             auto_schema.registry.register_on_missing(component)
         return schema  # type: ignore[no-any-return]
+
+
+class OpenApi30(GenerateJsonSchema):
+    """pydantic's JSON Schema as OpenAPI 3.0 reads it, and as the serializers' schemas read before it: a null is
+    `nullable`, a constant a one-value enum, and no field or model carries a generated title."""
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        inner = self.generate_inner(schema["schema"])
+        if "$ref" in inner:  # OpenAPI 3.0 ignores the siblings of a $ref
+            return {"allOf": [inner], "nullable": True}
+        return {**inner, "nullable": True}
+
+    def literal_schema(self, schema: core_schema.LiteralSchema) -> JsonSchemaValue:
+        result = super().literal_schema(schema)
+        if "const" in result:
+            result["enum"] = [result.pop("const")]
+        return result
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        result = super().model_schema(schema)
+        result.pop("title", None)
+        return result
+
+
+class AnswerSchemas(PydanticExtension):
+    """The answer bodies (suspensions/wire): each pydantic model, and each model it holds, a component of its name,
+    in OpenAPI 3.0's words (drf-spectacular's own pydantic support, with the generator above)."""
+
+    priority = 1
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        ref = "#/components/schemas/{model}"
+        schema = model_json_schema(self.target, ref_template=ref, mode="serialization", schema_generator=OpenApi30)
+        for name, sub in schema.pop("$defs", {}).items():
+            component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=lone_refs(sub))
+            auto_schema.registry.register_on_missing(component)
+        return lone_refs(schema)
+
+
+def lone_refs(node: Any) -> Any:
+    """A $ref with a description beside it as `allOf: [$ref]`: OpenAPI 3.0 ignores the siblings of a $ref."""
+    if isinstance(node, list):
+        return [lone_refs(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: lone_refs(value) for key, value in node.items()}
+    if "$ref" in out and len(out) > 1:
+        return {"allOf": [{"$ref": out.pop("$ref")}], **out}
+    return out
 
 
 METHODS = {"get", "put", "post", "patch", "delete", "head", "options", "trace"}

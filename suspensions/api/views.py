@@ -7,32 +7,42 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import F, Model, QuerySet
 from django.urls import reverse
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from pydantic import ValidationError
 from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, replicas, selectors, services, wire
+from .. import replicas, selectors, services, wire
 from ..exceptions import Forbidden, InvalidRequest, NotFound
 from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
 from ..principals import Principal
 from ..wire import requests
+from ..wire.answers import (
+    AdmissionRowOut,
+    Answer,
+    ClaimedOut,
+    Decision,
+    DeniedOut,
+    EventOut,
+    LatestAdmissionOut,
+    PausedOut,
+    ReplayedDecision,
+    RunOut,
+    SuspensionOut,
+    SuspensionSummaryOut,
+    VotedOut,
+)
 from ..wire.base import MISSING, given
-from . import docs, shapes
+from . import docs
 from .authentication import principal_of
 from .idempotency import idempotent
 from .pagination import AdmittedAtPagination, DeadlinePagination, OldestFirstPagination
 
-DECISION = PolymorphicProxySerializer("Decision", [shapes.ClaimedOut, shapes.DeniedOut], resource_type_field_name=None)
-# 200 also answers the same approver's vote again while the quorum is not reached (fresh false).
-REPLAYED = PolymorphicProxySerializer(
-    "ReplayedDecision", [shapes.ClaimedOut, shapes.DeniedOut, shapes.VotedOut], resource_type_field_name=None
-)
 # A claim: 201 for the call that did the work, 200 for the identical call again.
-CLAIMED = {200: shapes.ClaimedOut, 201: shapes.ClaimedOut}
+CLAIMED = {200: ClaimedOut, 201: ClaimedOut}
 
 Row = TypeVar("Row", bound=Model)
 B = TypeVar("B", bound=wire.Body)
@@ -61,8 +71,8 @@ def drift_guard(body: requests.DriftGuard) -> dict[str, Any]:
     return {"engine_version": given(body.engine_version, None), "accept_drift": given(body.accept_drift, False)}
 
 
-def created(body: dict[str, Any], fresh: bool) -> Response:
-    return Response(body, status=201 if fresh else 200)
+def created(answer: Answer, fresh: bool) -> Response:
+    return Response(answer.wire(), status=201 if fresh else 200)
 
 
 def rows_of_run(view: APIView, rows: Callable[[Principal], QuerySet[Row]], model: type[Row]) -> QuerySet[Row]:
@@ -79,15 +89,18 @@ def rows_of_run(view: APIView, rows: Callable[[Principal], QuerySet[Row]], model
 # -- runs ---------------------------------------------------------------------
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_runs", ok={200: shapes.RunOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_runs", ok={200: RunOut})))
 class RunList(replicas.LagTolerantGet, generics.ListAPIView):
-    serializer_class = shapes.RunOut
     filterset_class = RunFilter
 
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
-    @extend_schema(**docs.operation("register_run", request=requests.RegisterRun, ok={201: shapes.RunOut}))
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response([RunOut.of(run).wire() for run in page or []])
+
+    @extend_schema(**docs.operation("register_run", request=requests.RegisterRun, ok={201: RunOut}))
     @idempotent
     def post(self, request: Request) -> Response:
         body = parsed(requests.RegisterRun, request)
@@ -98,24 +111,28 @@ class RunList(replicas.LagTolerantGet, generics.ListAPIView):
             session_id=body.session_id,
             tags=given(body.tags, ()),
         )
-        return Response(presenters.run_body(run), status=201)
+        return Response(RunOut.of(run).wire(), status=201)
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("get_run", ok={200: shapes.RunOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("get_run", ok={200: RunOut})))
 class RunDetail(generics.RetrieveAPIView):
-    serializer_class = shapes.RunOut
-
     def get_queryset(self) -> QuerySet[Run]:
         return selectors.runs(principal_of(self.request)).annotate(live_suspension_id=F("suspension__id"))
 
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return Response(RunOut.of(self.get_object()).wire())
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_run_events", ok={200: shapes.EventOut})))
+
+@extend_schema_view(get=extend_schema(**docs.operation("list_run_events", ok={200: EventOut})))
 class RunEvents(generics.ListAPIView):
-    serializer_class = shapes.EventOut
     pagination_class = OldestFirstPagination
 
     def get_queryset(self) -> QuerySet[Event]:
         return rows_of_run(self, selectors.events, Event)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([EventOut.of(event).wire() for event in page or []])
 
 
 def callback_url(request: Request, suspension: Suspension) -> str:
@@ -130,7 +147,7 @@ def callback_url(request: Request, suspension: Suspension) -> str:
 
 
 class Suspend(APIView):
-    @extend_schema(**docs.operation("suspend_run", request=requests.Suspend, ok={201: shapes.PausedOut}))
+    @extend_schema(**docs.operation("suspend_run", request=requests.Suspend, ok={201: PausedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         body = parsed(requests.Suspend, request)
         raw = request.data
@@ -148,7 +165,7 @@ class Suspend(APIView):
             tags=given(body.tags, ()),
         )
         url = callback_url(request, paused.suspension) if body.callback is True else None
-        return Response(presenters.paused_body(paused, url), status=201)
+        return Response(PausedOut.of_paused(paused, url).wire(), status=201)
 
 
 class Resume(APIView):
@@ -162,41 +179,38 @@ class Resume(APIView):
             results=request.data["results"],  # kept as sent: the digest binds the exact results
             **drift_guard(body),
         )
-        return created(presenters.claimed_body(claimed), claimed.fresh)
+        return created(ClaimedOut.of(claimed), claimed.fresh)
 
 
 class Complete(APIView):
-    @extend_schema(**docs.operation("complete_run", request=requests.Revision, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("complete_run", request=requests.Revision, ok={200: RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         revision = parsed(requests.Revision, request).revision
-        return Response(
-            presenters.run_body(services.complete_run(principal=principal_of(request), run_id=pk, revision=revision))
-        )
+        run = services.complete_run(principal=principal_of(request), run_id=pk, revision=revision)
+        return Response(RunOut.of(run).wire())
 
 
 class Fail(APIView):
-    @extend_schema(**docs.operation("fail_run", request=requests.Fail, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("fail_run", request=requests.Fail, ok={200: RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         body = parsed(requests.Fail, request)
         run = services.fail_run(principal=principal_of(request), run_id=pk, revision=body.revision, error=body.error)
-        return Response(presenters.run_body(run))
+        return Response(RunOut.of(run).wire())
 
 
 class Cancel(APIView):
-    @extend_schema(**docs.operation("cancel_run", request=requests.Revision, ok={200: shapes.RunOut}))
+    @extend_schema(**docs.operation("cancel_run", request=requests.Revision, ok={200: RunOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         revision = parsed(requests.Revision, request).revision
-        return Response(
-            presenters.run_body(services.cancel_run(principal=principal_of(request), run_id=pk, revision=revision))
-        )
+        run = services.cancel_run(principal=principal_of(request), run_id=pk, revision=revision)
+        return Response(RunOut.of(run).wire())
 
 
 # -- suspensions and approvals --------------------------------------------------
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_suspensions", ok={200: shapes.SuspensionSummaryOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_suspensions", ok={200: SuspensionSummaryOut})))
 class SuspensionList(replicas.LagTolerantGet, generics.ListAPIView):
-    serializer_class = shapes.SuspensionSummaryOut
     filterset_class = SuspensionFilter
     pagination_class = DeadlinePagination
 
@@ -205,19 +219,19 @@ class SuspensionList(replicas.LagTolerantGet, generics.ListAPIView):
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response([presenters.suspension_summary(x) for x in page or []])
+        return self.get_paginated_response([SuspensionSummaryOut.of(x).wire() for x in page or []])
 
 
 class SuspensionDetail(APIView):
-    @extend_schema(**docs.operation("get_suspension", ok={200: shapes.SuspensionOut}))
+    @extend_schema(**docs.operation("get_suspension", ok={200: SuspensionOut}))
     def get(self, request: Request, pk: UUID) -> Response:
         susp = selectors.suspensions(principal_of(request)).filter(pk=pk).first()
         if susp is None:
             raise NotFound()
-        return Response(presenters.suspension_detail(susp))
+        return Response(SuspensionOut.of(susp).wire())
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_approvals", ok={200: shapes.SuspensionSummaryOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_approvals", ok={200: SuspensionSummaryOut})))
 class ApprovalList(SuspensionList):
     def get_queryset(self) -> QuerySet[Suspension]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
@@ -231,7 +245,7 @@ class ApprovalList(SuspensionList):
 class Decide(APIView):
     @extend_schema(
         **docs.operation(
-            "decide_approval", request=requests.Decide, ok={200: REPLAYED, 201: DECISION, 202: shapes.VotedOut}
+            "decide_approval", request=requests.Decide, ok={200: ReplayedDecision, 201: Decision, 202: VotedOut}
         )
     )
     def post(self, request: Request, pk: UUID) -> Response:
@@ -253,23 +267,22 @@ def decide(principal: Principal, pk: UUID, body: requests.Decide) -> tuple[int, 
         calls=calls,
     )
     if isinstance(decision, services.Denied):
-        return (201 if decision.fresh else 200), presenters.denied_body(decision)
+        return (201 if decision.fresh else 200), DeniedOut.of(decision).wire()
     if isinstance(decision, services.Voted):
         # Short of the quorum: accepted, the run still waits; the same vote again is a replay (200).
-        return (202 if decision.fresh else 200), presenters.voted_body(decision)
-    return (201 if decision.fresh else 200), presenters.claimed_body(decision)
+        return (202 if decision.fresh else 200), VotedOut.of(decision).wire()
+    return (201 if decision.fresh else 200), ClaimedOut.of(decision).wire()
 
 
 # -- admissions and starts --------------------------------------------------------
 
 
 def admission_rows(page: Any) -> list[dict[str, Any]]:
-    return [presenters.admission_row(a) for a in page or []]
+    return [AdmissionRowOut.of(a).wire() for a in page or []]
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_run_admissions", ok={200: shapes.AdmissionReceiptOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_run_admissions", ok={200: AdmissionRowOut})))
 class RunAdmissions(generics.ListAPIView):
-    serializer_class = shapes.AdmissionReceiptOut
     pagination_class = OldestFirstPagination
 
     def get_queryset(self) -> QuerySet[Admission]:
@@ -288,21 +301,19 @@ class RunAdmissions(generics.ListAPIView):
             input=body.input,
             reply_with=body.reply_with,
         )
-        return created(presenters.claimed_body(claimed), claimed.fresh)
+        return created(ClaimedOut.of(claimed), claimed.fresh)
 
 
 class LatestAdmission(APIView):
-    @extend_schema(**docs.operation("get_latest_admission", ok={200: shapes.LatestAdmissionOut}))
+    @extend_schema(**docs.operation("get_latest_admission", ok={200: LatestAdmissionOut}))
     def get(self, request: Request, pk: UUID) -> Response:
         latest, start = selectors.latest_admission(principal_of(request), pk)
         if latest is None:
             raise NotFound()
-        body = presenters.admission_row(latest)
-        body["start"] = presenters.start_receipt(start) if start else None
-        return Response(body)
+        return Response(LatestAdmissionOut.of_latest(latest, start).wire())
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_admissions", ok={200: shapes.AdmissionReceiptOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_admissions", ok={200: AdmissionRowOut})))
 class AdmissionList(replicas.LagTolerantGet, generics.ListAPIView):
     """Admitted work waiting for a start: the engine's queue (docs/api.md, "7.4 Admissions and starts";
     docs/decisions.md, "Trust boundaries"), only where it is an engine.
@@ -311,7 +322,6 @@ class AdmissionList(replicas.LagTolerantGet, generics.ListAPIView):
     admissions under /runs/{id}/admissions instead.
     """
 
-    serializer_class = shapes.AdmissionReceiptOut
     filterset_class = AdmissionFilter
     pagination_class = AdmittedAtPagination
 
@@ -329,9 +339,9 @@ class AdmissionList(replicas.LagTolerantGet, generics.ListAPIView):
 
 
 class StartAdmission(APIView):
-    @extend_schema(**docs.operation("start_admission", request=requests.Start, ok={201: shapes.ClaimedOut}))
+    @extend_schema(**docs.operation("start_admission", request=requests.Start, ok={201: ClaimedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         # No body, null or {}: no fields; else only the drift guard's, anything else refused before the start.
         body = parsed(requests.Start, request) if request.data not in (None, {}) else requests.Start()
         claimed = services.start_admission(principal=principal_of(request), admission_id=pk, **drift_guard(body))
-        return created(presenters.claimed_body(claimed), True)
+        return created(ClaimedOut.of(claimed), True)

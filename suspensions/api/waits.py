@@ -3,7 +3,7 @@ Server-Sent Events stream of the events the caller may read.
 
 Both are Django async views: in the ASGI process (suspensions_project/asgi.py) a waiter is a coroutine, not
 a thread, and one LISTEN connection wakes them all (suspensions/listening.py). Who is calling, what they may
-see and what the run is now are read with the same principals, selectors and presenters as every other read,
+see and what the run is now are read with the same principals, selectors and answers as every other read,
 in Django's sync thread; only the waiting itself is asynchronous.
 """
 
@@ -21,12 +21,14 @@ from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from rest_framework import exceptions
 
-from .. import listening, presenters, scopes, selectors
+from .. import listening, scopes, selectors
 from ..exceptions import Forbidden, InvalidRequest, NotFound, ServiceError, Unauthenticated, Unavailable
 from ..models import Run
 from ..principals import Principal, for_user, has_staff_access
 from ..problems import PROBLEM, problem_json_response
 from ..strictjson import MAX_SAFE_INTEGER
+from ..wire.answers import RunOut
+from ..wire.answers_audit import AuditEventLine
 from .authentication import BearerTokenAuthentication
 from .filtering import refuse_unknown
 
@@ -139,7 +141,7 @@ async def run_wait(request: HttpRequest, pk: UUID) -> HttpResponse:
                     break
                 woken.clear()
                 run = await in_sync_thread(current_run, principal, pk)
-    return JsonResponse(presenters.run_body(run), json_dumps_params=COMPACT)  # as DRF writes GET /runs/{id}
+    return JsonResponse(RunOut.of(run).wire(), json_dumps_params=COMPACT)  # as GET /runs/{id} writes it
 
 
 # -- the event stream --------------------------------------------------------------------------
@@ -211,7 +213,7 @@ def events_after(principal: Principal, scope: str | None, after: tuple[str, int]
 
 def frame(row: tuple[Any, ...]) -> bytes:
     """One SSE message: the event id as its id, its kind as its event name, the event as the export writes it."""
-    event = presenters.audit_event_line(dict(zip(EVENT_COLUMNS, row, strict=False)))
+    event = AuditEventLine.of(dict(zip(EVENT_COLUMNS, row, strict=False))).wire()
     del event["type"]
     data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
     return f"id: {event['id']}\nevent: {event['kind']}\ndata: {data}\n\n".encode()

@@ -10,17 +10,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import presenters, selectors
+from .. import selectors
 from ..models import WebhookEndpoint, WebhookMessage
 from ..services import webhooks
 from ..wire import requests_operators as requests
+from ..wire.answers_operators import WebhookEndpointOut, WebhookEndpointSecretOut, WebhookMessageOut
 from ..wire.base import given
-from . import docs, shapes
+from . import docs
 from .authentication import principal_of
 from .idempotency import idempotent
 from .views import parsed
 
-ACCEPTED = {202: shapes.WebhookMessageOut}
+ACCEPTED = {202: WebhookMessageOut}
 SECRET_WITHHELD = (
     "This is a replay, and the secret its first answer showed no longer signs this endpoint's messages (it was "
     "rotated since): it is withheld. Rotate the secret to get a new one."
@@ -34,11 +35,9 @@ def current_secret_only(status: int, body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "secret": None, "secret_withheld": SECRET_WITHHELD}
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_webhooks", ok={200: shapes.WebhookEndpointOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_webhooks", ok={200: WebhookEndpointOut})))
 class WebhookList(generics.ListAPIView):
     """The endpoints of the caller's operator scopes, newest first (403 without the role anywhere)."""
-
-    serializer_class = shapes.WebhookEndpointOut
 
     def get_queryset(self) -> QuerySet[WebhookEndpoint]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
@@ -49,10 +48,10 @@ class WebhookList(generics.ListAPIView):
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response([presenters.webhook_endpoint(e) for e in page or []])
+        return self.get_paginated_response([WebhookEndpointOut.of(e).wire() for e in page or []])
 
     @extend_schema(
-        **docs.operation("create_webhook", request=requests.CreateWebhook, ok={201: shapes.WebhookEndpointSecretOut})
+        **docs.operation("create_webhook", request=requests.CreateWebhook, ok={201: WebhookEndpointSecretOut})
     )
     @idempotent(replay=current_secret_only)
     def post(self, request: Request) -> Response:
@@ -65,37 +64,37 @@ class WebhookList(generics.ListAPIView):
             format=body.format,
             description=body.description,
         )
-        return Response(presenters.webhook_endpoint_with_secret(endpoint, secret), status=201)
+        return Response(WebhookEndpointSecretOut.of_new(endpoint, secret).wire(), status=201)
 
 
 class WebhookDetail(APIView):
-    @extend_schema(**docs.operation("get_webhook", ok={200: shapes.WebhookEndpointOut}))
+    @extend_schema(**docs.operation("get_webhook", ok={200: WebhookEndpointOut}))
     def get(self, request: Request, pk: UUID) -> Response:
-        return Response(presenters.webhook_endpoint(webhooks.endpoint_of(principal_of(request), pk)))
+        return Response(WebhookEndpointOut.of(webhooks.endpoint_of(principal_of(request), pk)).wire())
 
 
 class DisableWebhook(APIView):
-    @extend_schema(**docs.operation("disable_webhook", ok={200: shapes.WebhookEndpointOut}))
+    @extend_schema(**docs.operation("disable_webhook", ok={200: WebhookEndpointOut}))
     @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint = webhooks.disable_endpoint(principal=principal_of(request), endpoint_id=pk)
-        return Response(presenters.webhook_endpoint(endpoint))
+        return Response(WebhookEndpointOut.of(endpoint).wire())
 
 
 class EnableWebhook(APIView):
-    @extend_schema(**docs.operation("enable_webhook", ok={200: shapes.WebhookEndpointOut}))
+    @extend_schema(**docs.operation("enable_webhook", ok={200: WebhookEndpointOut}))
     @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint = webhooks.enable_endpoint(principal=principal_of(request), endpoint_id=pk)
-        return Response(presenters.webhook_endpoint(endpoint))
+        return Response(WebhookEndpointOut.of(endpoint).wire())
 
 
 class RotateWebhookSecret(APIView):
-    @extend_schema(**docs.operation("rotate_webhook_secret", ok={200: shapes.WebhookEndpointSecretOut}))
+    @extend_schema(**docs.operation("rotate_webhook_secret", ok={200: WebhookEndpointSecretOut}))
     @idempotent(replay=current_secret_only)
     def post(self, request: Request, pk: UUID) -> Response:
         endpoint, secret = webhooks.rotate_secret(principal=principal_of(request), endpoint_id=pk)
-        return Response(presenters.webhook_endpoint_with_secret(endpoint, secret))
+        return Response(WebhookEndpointSecretOut.of_new(endpoint, secret).wire())
 
 
 class TestWebhook(APIView):
@@ -103,14 +102,12 @@ class TestWebhook(APIView):
     @idempotent
     def post(self, request: Request, pk: UUID) -> Response:
         message = webhooks.send_test(principal=principal_of(request), endpoint_id=pk)
-        return Response(presenters.webhook_message(message), status=202)
+        return Response(WebhookMessageOut.of(message).wire(), status=202)
 
 
-@extend_schema_view(get=extend_schema(**docs.operation("list_webhook_messages", ok={200: shapes.WebhookMessageOut})))
+@extend_schema_view(get=extend_schema(**docs.operation("list_webhook_messages", ok={200: WebhookMessageOut})))
 class WebhookMessages(generics.ListAPIView):
     """The endpoint's messages, newest first, each with its attempts."""
-
-    serializer_class = shapes.WebhookMessageOut
 
     def get_queryset(self) -> QuerySet[WebhookMessage]:
         if getattr(self, "swagger_fake_view", False):
@@ -121,7 +118,7 @@ class WebhookMessages(generics.ListAPIView):
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response([presenters.webhook_message(m) for m in page or []])
+        return self.get_paginated_response([WebhookMessageOut.of(m).wire() for m in page or []])
 
 
 class RedeliverMessage(APIView):
@@ -129,4 +126,4 @@ class RedeliverMessage(APIView):
     @idempotent
     def post(self, request: Request, pk: UUID, message_id: UUID) -> Response:
         message = webhooks.redeliver(principal=principal_of(request), endpoint_id=pk, message_id=message_id)
-        return Response(presenters.webhook_message(message), status=202)
+        return Response(WebhookMessageOut.of(message).wire(), status=202)

@@ -134,7 +134,7 @@ def page_context(
     """The approval page; `kept` is an approve the page refused: the texts typed, the errors by call, the note."""
     now = timezone.now()
     try:
-        body = find_approval(principal, pk)
+        body = find_approval(principal, pk).wire()
     except (Forbidden, NotFound) as exc:
         raise Http404("approval not found") from exc
     susp = selectors.suspensions(principal).filter(pk=pk).first()

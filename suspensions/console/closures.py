@@ -20,10 +20,11 @@ from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods
 
-from .. import digests, presenters, selectors, services
+from .. import digests, selectors, services
 from ..exceptions import InvalidRequest, NotFound, ServiceError
 from ..models import Admission, Role
 from ..principals import Principal, principal_of
+from ..wire.answers import ClosureReceiptOut
 from .access import staff_required
 
 # What an operator reads when the closure did not go through (the service's code -> a sentence).
@@ -254,7 +255,7 @@ def receipt(request: HttpRequest, pk: UUID, suspension_id: UUID) -> HttpResponse
         found = services.closure_of(principal=principal_of(request), run_id=pk, suspension_id=suspension_id)
     except NotFound:
         raise Http404("closure not found") from None
-    body = presenters.closure_receipt(found, fresh=False)
+    body = ClosureReceiptOut.of(found, fresh=False).wire()
     context = {
         "nav": "uncertain",
         "receipt": body,

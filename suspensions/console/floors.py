@@ -15,11 +15,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import floors, presenters, selectors
+from .. import floors, selectors
 from ..exceptions import NotFound, ServiceError
 from ..models import ApprovalFloor, Role
 from ..principals import principal_of
 from ..services import approval_floors
+from ..wire.answers_operators import ApprovalFloorOut
 from . import paging
 from .access import operator_only
 from .forms import refused_into
@@ -67,7 +68,7 @@ class NewFloorForm(FloorForm):
 
 
 def floor_row(floor: ApprovalFloor) -> dict[str, Any]:
-    return {**presenters.approval_floor(floor), "created": floor.created_at, "updated": floor.updated_at}
+    return {**ApprovalFloorOut.of(floor).wire(), "created": floor.created_at, "updated": floor.updated_at}
 
 
 # -- pages -------------------------------------------------------------------------------------

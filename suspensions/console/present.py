@@ -9,10 +9,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from .. import presenters
 from ..models import Admission, ClosureReceipt, Event, ExpiryReceipt, Start, Suspension
 from ..presenters import pretty, pretty_json_text  # noqa: F401 (the templates' helpers, shared with the admin)
 from ..timefmt import ISO_TIME, duration, parse
+from ..wire.answers import AdmissionRowOut, ClosureReceiptOut, ExpiryReceiptOut, StartReceiptOut
 
 # Below these many seconds to the deadline a row is drawn as urgent / soon.
 URGENT_SECONDS = 5 * 60
@@ -160,18 +160,18 @@ def data_item(key: str, value: Any) -> dict[str, Any]:
 
 
 def admission_row(a: Admission) -> dict[str, Any]:
-    """The API's admission row (presenters), with the times as moments for the templates to show."""
-    return {**presenters.admission_row(a), "version_revision": a.version_revision, "admitted_at": a.admitted_at}
+    """The API's admission row (wire.answers), with the times as moments for the templates to show."""
+    return {**AdmissionRowOut.of(a).wire(), "version_revision": a.version_revision, "admitted_at": a.admitted_at}
 
 
 def start_row(s: Start) -> dict[str, Any]:
     extra = {"id": str(s.id), "admission_id": str(s.admission_id), "actor": s.actor, "started_at": s.started_at}
-    return {**presenters.start_receipt(s), **extra}
+    return {**StartReceiptOut.of(s).wire(), **extra}
 
 
 def expiry_row(x: ExpiryReceipt) -> dict[str, Any]:
-    return {**presenters.expiry_receipt(x), "expired_at": x.expired_at}
+    return {**ExpiryReceiptOut.of(x).wire(), "expired_at": x.expired_at}
 
 
 def closure_row(c: ClosureReceipt) -> dict[str, Any]:
-    return {**presenters.closure_receipt(c, fresh=False), "closed_at": c.closed_at}
+    return {**ClosureReceiptOut.of(c, fresh=False).wire(), "closed_at": c.closed_at}

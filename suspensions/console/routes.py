@@ -17,13 +17,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from .. import presenters, selectors
+from .. import selectors
 from ..exceptions import NotFound, ServiceError
-from ..models import MessageStatus, NotificationChannel, Role
+from ..models import ROUTE_EVENT_TYPES, MessageStatus, NotificationChannel, Role
 from ..principals import principal_of
 from ..services import notification_routes as routes
-from ..services.notifications import ROUTE_EVENT_TYPES
 from ..services.webhooks import MAX_DESCRIPTION
+from ..wire.answers_operators import NotificationRouteOut
 from .forms import refused_into
 from .webhooks import TONE, operator_required
 
@@ -75,7 +75,7 @@ def route_list(request: HttpRequest) -> HttpResponse:
     context = {
         "nav": "routes",
         "rows": [
-            {**presenters.notification_route(r), "tone": TONE["active" if r.active else "disabled"]} for r in rows
+            {**NotificationRouteOut.of(r).wire(), "tone": TONE["active" if r.active else "disabled"]} for r in rows
         ],
         "counts": {status: counts.get(status, 0) for status in MessageStatus.values},
         "form": form,

@@ -1,7 +1,7 @@
 """Webhook endpoints in the console (docs/api.md, "7.8 Webhooks"; issue "Push, not poll"): for operators only.
 
 The pages call the same services as the API (services/webhooks.py) and read
-the same presenters. Every POST redirects (post/redirect/get), so a reload
+the same answer bodies (suspensions/wire). Every POST redirects (post/redirect/get), so a reload
 never creates a second endpoint or rotates twice. A new or rotated secret is
 shown once, on a one-time page the POST redirects to: the session keeps only
 the endpoint's id and a SHA-256 of the secret (never the secret, and never in
@@ -23,11 +23,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import presenters, selectors
+from .. import selectors
 from ..exceptions import NotFound, ServiceError
 from ..models import MessageStatus, Role, WebhookFormat
 from ..principals import Principal, principal_of
 from ..services import webhooks
+from ..wire.answers_operators import WebhookEndpointOut, WebhookMessageOut
 from . import paging
 from .access import operator_only
 from .forms import refused_into
@@ -99,7 +100,7 @@ def endpoints(request: HttpRequest) -> HttpResponse:
 
 
 def endpoint_row(endpoint: Any, **extra: Any) -> dict[str, Any]:
-    body = presenters.webhook_endpoint(endpoint)
+    body = WebhookEndpointOut.of(endpoint).wire()
     status = "active" if endpoint.active else "disabled"
     return {
         **body,
@@ -186,7 +187,7 @@ def visible(principal: Principal, pk: UUID) -> Any:
 
 
 def message_row(message: Any) -> dict[str, Any]:
-    body = presenters.webhook_message(message)
+    body = WebhookMessageOut.of(message).wire()
     return {
         **body,
         "tone": TONE[message.status],

@@ -14,7 +14,16 @@ from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import SCOPE_LEVELS, TERMINAL_STATES, Reason, Role, RunState, Scoped, level_indexes
 from .floors import ApprovalFloor
 from .idempotency import IdempotencyKey
-from .notifications import Notification, NotificationChannel, NotificationKind, NotificationRoute
+from .notifications import (
+    ASKING,
+    ENDING,
+    ROUTE_EVENT_TYPES,
+    WEBHOOK_EVENT_TYPES,
+    Notification,
+    NotificationChannel,
+    NotificationKind,
+    NotificationRoute,
+)
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
 from .slack import SlackChannel, SlackIdentity
 
@@ -43,6 +52,10 @@ __all__ = [
     "Notification",
     "NotificationChannel",
     "NotificationKind",
+    "ASKING",
+    "ENDING",
+    "ROUTE_EVENT_TYPES",
+    "WEBHOOK_EVENT_TYPES",
     "NotificationRoute",
     "OnExpiry",
     "OutboxEvent",

@@ -15,7 +15,7 @@ from django.db.models import Q
 
 from ..ids import uuid7
 from .base import Scoped
-from .push import MessageStatus
+from .push import EventType, MessageStatus
 
 
 class NotificationChannel(models.TextChoices):
@@ -29,6 +29,19 @@ class NotificationKind(models.TextChoices):
     ESCALATION = "escalation"
     # A Slack message updated with the outcome once the approval is decided or expired.
     DECIDED = "decided"
+
+
+# The events that ask someone to decide, and the kind of notification each asks with.
+ASKING = {
+    EventType.APPROVAL_REQUESTED.value: NotificationKind.REQUEST,
+    EventType.APPROVAL_ESCALATED.value: NotificationKind.ESCALATION,
+}
+# The events that end an approval: every Slack message that asked is updated with the outcome.
+ENDING = frozenset({EventType.APPROVAL_DECIDED.value, EventType.SUSPENSION_EXPIRED.value})
+# The event types a route may name (empty: all of them).
+ROUTE_EVENT_TYPES = (*ASKING, *sorted(ENDING))
+# The event types a webhook endpoint may name.
+WEBHOOK_EVENT_TYPES = tuple(EventType.values)
 
 
 class NotificationRoute(Scoped):

@@ -34,10 +34,11 @@ from .. import digests, selectors
 from ..exceptions import ClosureConflict, InvalidRequest, InvalidState, NotFound, VersionConflict
 from ..models import Admission, AdmissionState, ClosureReceipt, Role, Run, RunState
 from ..principals import Principal
+from ..wire.requests import CLOSURE_SCHEMA_VERSION
 from .claiming import Door, Replay, through
 from .claims import Locked, Version, advance, event, write_events
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = CLOSURE_SCHEMA_VERSION
 # docs/decisions.md, "Closure of uncertain starts": each closure operation gives up after 30 s instead of queueing
 # behind a stuck writer for ever; the database error becomes a 503.
 TIMEOUT = "30s"

@@ -37,12 +37,13 @@ from .. import digests
 from ..exceptions import AdmissionConflict, InputTooLarge, InvalidState, Throttled
 from ..models import TERMINAL_STATES, EarlyResult, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
+from ..wire.requests import EARLY_MAX_TTL
 from .claiming import Door, Replay, through
 from .claims import Claimed, Locked, Version, bounded_input
 from .resumes import Resumable, write_one_shot
 
 DEFAULT_TTL = 3600
-MAX_TTL = 7 * 86400
+MAX_TTL = EARLY_MAX_TTL
 
 
 @dataclass

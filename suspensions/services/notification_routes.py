@@ -21,9 +21,8 @@ from django.db import transaction
 from .. import scopes, selectors
 from ..clock import db_now
 from ..exceptions import Forbidden, InvalidRequest
-from ..models import NotificationChannel, NotificationRoute, Role, SlackChannel
+from ..models import ROUTE_EVENT_TYPES, NotificationChannel, NotificationRoute, Role, SlackChannel
 from ..principals import Principal
-from .notifications import ROUTE_EVENT_TYPES
 from .webhooks import MAX_DESCRIPTION, check_event_types, operator_row, operator_scope
 from .webhooks import require_operator as require_operator  # the webhooks' rule: operators only
 

@@ -41,9 +41,10 @@ from django.utils.module_loading import import_string
 from .. import scopes, selectors
 from ..clock import db_now
 from ..models import (
+    ASKING,
+    ENDING,
     Approval,
     ApprovalStatus,
-    EventType,
     MessageStatus,
     Notification,
     NotificationChannel,
@@ -61,15 +62,8 @@ SENDERS: dict[str, str] = {
 }
 # Tasks are enqueued by name: services never import the tasks module (it imports them).
 DELIVER_TASK = "suspensions.tasks.deliver_notifications"
-# The events that ask someone to decide, and the kind of notification each asks with.
-ASKING = {
-    EventType.APPROVAL_REQUESTED.value: NotificationKind.REQUEST,
-    EventType.APPROVAL_ESCALATED.value: NotificationKind.ESCALATION,
-}
-# The events that end an approval: every Slack message that asked is updated with the outcome.
-ENDING = frozenset({EventType.APPROVAL_DECIDED.value, EventType.SUSPENSION_EXPIRED.value})
-# The event types a route may name (empty: all of them).
-ROUTE_EVENT_TYPES = (*ASKING, *sorted(ENDING))
+# ASKING (the events that ask someone to decide), ENDING (those that end an approval) and ROUTE_EVENT_TYPES (the
+# ones a route may name) are declared beside the models (models/notifications.py): the wire validates against them.
 # Notifications per delivery task: at EMAIL_TIMEOUT (10 s) each, a task stays inside its soft time limit
 # (tasks.DELIVERY_SOFT_LIMIT, 120 s), which would interrupt a send and leave its row to be sent again.
 BATCH = 10

@@ -29,7 +29,7 @@ from .. import presenters, scopes, selectors
 from ..clock import db_now
 from ..exceptions import Forbidden, InvalidRequest, InvalidState, NotFound
 from ..models import (
-    EventType,
+    WEBHOOK_EVENT_TYPES,
     MessageStatus,
     OutboxEvent,
     Role,
@@ -42,7 +42,7 @@ from . import outbox
 
 log = logging.getLogger("suspensions.webhooks")
 
-EVENT_TYPES = tuple(EventType.values)
+EVENT_TYPES = WEBHOOK_EVENT_TYPES
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32
 # docs/api.md, "7.8 Webhooks": after a rotation the old secret keeps signing beside the new one for a day.

@@ -10,8 +10,6 @@ from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, mode
 
 from .. import digests, policies
 from ..models import Reason
-from ..services.closure import SCHEMA_VERSION as CLOSURE_SCHEMA_VERSION
-from ..services.early import MAX_TTL as EARLY_MAX_TTL
 from .base import (
     MAX_TTL,
     MISSING,
@@ -40,6 +38,11 @@ from .base import (
 from .base import (
     Revision as RunRevision,
 )
+
+# The closure request's schema version, and how long an early result may be kept: bounds the services apply too
+# (services/closure.py, services/early.py read them here).
+CLOSURE_SCHEMA_VERSION = 1
+EARLY_MAX_TTL = 7 * 86400
 
 
 class RegisterRun(Body):

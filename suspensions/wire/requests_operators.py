@@ -5,9 +5,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ..models import NotificationChannel, WebhookFormat
-from ..services.notifications import ROUTE_EVENT_TYPES
-from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
+from ..models import ROUTE_EVENT_TYPES, WEBHOOK_EVENT_TYPES, NotificationChannel, WebhookFormat
 from .base import MISSING, Body, Kept, OneOf, Text, Trimmed
 
 Scope = Annotated[Text, Field(max_length=192)]

@@ -1,105 +1,189 @@
-"""Each wire shape is rendered once (suspensions/presenters.py) and documented once (api/shapes.py).
+"""Each answer body is declared once (suspensions/wire): the model builds the answer and is its schema.
 
-The two must name the same fields: every key the presenter writes is
-documented, and every field the schema calls required is written.
+The schema of every operation is generated from these models, and
+tests/api/test_openapi.py holds every live answer to it, strictly. Here: the
+schema's components are the models' fields in the models' order, a real
+answer writes them in that order with the time formats this API always
+wrote, and no answer is built from a value its model does not declare.
 """
 
+import json
+import warnings
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 import pytest
+from drf_spectacular.generators import SchemaGenerator
+from pydantic import MISSING
 
-from suspensions import presenters
-from suspensions.api import shapes
-from suspensions.models import Admission, Approval, ClosureReceipt, ExpiryReceipt, Start, Suspension
-from tests.helpers import pause, post, register, resume, version
+from suspensions.models import ClosureReceipt, ExpiryReceipt, Run, Suspension
+from suspensions.wire import answers, answers_audit, answers_operators
+from suspensions.wire.answers import Answer
+from tests.helpers import call, client, pause, post, register, resume, version
 
-
-def keys_match(body: dict[str, Any], serializer: Any) -> None:
-    fields = serializer().fields
-    required = {name for name, field in fields.items() if field.required}
-    assert set(body) <= set(fields), set(body) - set(fields)
-    assert required <= set(body), required - set(body)
+SCHEMA = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+MICROSECONDS = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"
 
 
-def test_a_one_shot_resume_answers_the_documented_claim_shape(engine):
+def models() -> Iterator[type[Answer]]:
+    for module in (answers, answers_operators, answers_audit):
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Answer) and value is not Answer:
+                yield value
+
+
+def written(model: type[Answer]) -> list[str]:
+    return list(model.model_fields)
+
+
+def always(model: type[Answer]) -> set[str]:
+    return {name for name, field in model.model_fields.items() if field.default is not MISSING}
+
+
+@pytest.fixture
+def strictly() -> Iterator[None]:
+    """A value of another type than its field declares warns at serialization (pydantic): here it fails."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+# -- the declaration is the schema ---------------------------------------------------------------
+
+
+# DecisionHeadOut is only the head DeniedOut and VotedOut share.
+ANSWERED = [model for model in models() if model is not answers.DecisionHeadOut]
+
+
+@pytest.mark.parametrize("model", ANSWERED, ids=lambda m: m.__name__)
+def test_each_answer_component_is_its_model_field_for_field_in_order(model):
+    component = SCHEMA[model.__name__]
+    assert list(component["properties"]) == written(model)
+    assert set(component["required"]) == always(model)
+
+
+def test_every_answer_model_is_in_the_schema():
+    # A model no operation answers would be a declaration nobody reads.
+    assert {m.__name__ for m in ANSWERED} - set(SCHEMA) == set()
+
+
+# -- real answers, key for key ---------------------------------------------------------------
+
+
+def test_a_one_shot_resume_writes_its_declared_keys_in_order_and_leaves_out_what_does_not_apply(engine, strictly):
     body = resume(engine, pause(engine)).json()
-    keys_match(body, shapes.ClaimedOut)
-    keys_match(body["admission"], shapes.AdmissionReceiptOut)
-    keys_match(body["start"], shapes.StartReceiptOut)
-    keys_match(body["suspension"], shapes.SuspensionOut)
-    keys_match(presenters.admission_row(Admission.objects.get()), shapes.AdmissionReceiptOut)
-    keys_match(presenters.start_receipt(Start.objects.get()), shapes.StartReceiptOut)
+    assert list(body) == ["run_id", "run_revision", "run_state", "admission", "start", "fresh", "suspension", "results"]
+    assert list(body["admission"]) == written(answers.AdmissionReceiptOut)
+    assert list(body["start"]) == written(answers.StartReceiptOut)
+    # The pause a claim carries is the pause as stored: without where its run is now.
+    assert list(body["suspension"]) == [
+        k for k in written(answers.SuspensionOut) if k not in ("run_revision", "run_state")
+    ]
+    assert body["results"] == [{"call_id": "c1", "content": "done"}]
+    for receipt, moment in ((body["admission"], "admitted_at"), (body["start"], "started_at")):
+        assert receipt[moment] is not None and len(receipt[moment]) == len("2026-01-01T00:00:00.000000Z")
+        assert receipt["valid"] is True
 
 
-def test_a_pause_and_its_list_row_answer_the_documented_shapes(engine):
-    pause(engine)
-    susp = Suspension.objects.select_related("run").get()
-    keys_match(presenters.suspension_detail(susp), shapes.SuspensionOut)
-    keys_match(presenters.suspension_summary(susp), shapes.SuspensionSummaryOut)
+def test_a_pause_writes_its_calls_and_continuation_as_stored(engine, strictly):
+    s = pause(engine, pending=[call("c1", "refund", '{"b": 1, "a": 2}')])
+    stored = Suspension.objects.get(pk=s["id"])
+    assert json.dumps(s["pending"]) == json.dumps(json.loads(stored.pending))
+    assert s["pending"][0]["arguments"] == '{"b": 1, "a": 2}'
+    kept = json.loads(stored.continuation)
+    kept["config"].setdefault("tools_restricted", False)  # RunConfig's absent tools_restricted reads as false
+    assert json.dumps(s["continuation"]) == json.dumps(kept)
+    assert list(s)[-2:] == ["run_revision", "run_state"]
+    assert "callback_url" not in s and "resume" not in s
+    listed = engine.get("/api/v1/suspensions").json()["results"]
+    assert [list(row) for row in listed] == [written(answers.SuspensionSummaryOut)]
 
 
-def test_an_approval_and_a_denial_answer_the_documented_shapes(engine, token):
-    from tests.helpers import client
-
+def test_an_approval_a_vote_and_a_denial_write_their_declared_keys(engine, token, strictly):
     approver = client(token("acme", ["approver"], "approver"))
+    second = client(token("acme", ["approver"], "approver-2"))
+    operator = client(token("acme", ["operator"], "operator"))
+    assert post(operator, "/api/v1/approval-floors", {"scope": "acme", "quorum": 2}).status_code == 201
     susp = pause(engine, reason="approval")
-    keys_match(approver.get(f"/api/v1/approvals/{susp['id']}").json(), shapes.ApprovalOut)
-    denied = post(
-        approver,
-        f"/api/v1/approvals/{susp['id']}/decide",
-        {"version": version(susp), "decision": "deny", "reason": "no"},
-    )
-    keys_match(denied.json(), shapes.DeniedOut)
-    assert Approval.objects.get().status == "denied"
+    shown = approver.get(f"/api/v1/approvals/{susp['id']}").json()
+    assert list(shown) == written(answers.ApprovalOut)
+    assert list(shown["calls"][0]) == written(answers.AskedCallOut)
+    assert shown["version"] == version(susp) and shown["final_calls"] is None and shown["response"] is None
+    voted = post(approver, f"/api/v1/approvals/{susp['id']}/decide", {"version": version(susp), "decision": "approve"})
+    assert voted.status_code == 202, voted.content
+    assert list(voted.json()) == written(answers.VotedOut)
+    assert voted.json()["votes"] == 1 and voted.json()["quorum"] == 2
+    denied = post(second, f"/api/v1/approvals/{susp['id']}/decide", {**voted_away(susp), "reason": "no"})
+    assert denied.status_code == 201, denied.content
+    assert list(denied.json()) == written(answers.DeniedOut)
+    assert denied.json()["reason"] == "no"
 
 
-@pytest.mark.parametrize(
-    "presenter, serializer",
-    [("expiry_receipt", shapes.ExpiryReceiptOut), ("closure_receipt", shapes.ClosureReceiptOut)],
-)
-def test_the_receipts_answer_the_documented_shapes(presenter, serializer):
-    import json
-    from datetime import UTC, datetime
+def voted_away(susp: dict[str, Any]) -> dict[str, Any]:
+    return {"version": version(susp), "decision": "deny"}
 
+
+def test_a_refusal_writes_the_problem_head_then_what_it_carries_as_the_error_gave_it(engine):
+    s = pause(engine)
+    answer = resume(engine, s, [{"call_id": "c9", "content": 1}])
+    assert answer.status_code == 422, answer.content
+    body = answer.json()
+    assert list(body) == ["type", "title", "status", "detail", "code", "unknown", "missing"]
+    assert (body["code"], body["unknown"], body["missing"]) == ("results_mismatch", ["c9"], ["c1"])
+
+
+# -- the time formats --------------------------------------------------------------------------
+
+
+def test_the_receipts_write_six_digit_microseconds_and_check_their_digests(strictly):
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    common = {"run_id": "00000000-0000-7000-8000-000000000001", "suspension_id": "00000000-0000-7000-8000-000000000002"}
-    if presenter == "expiry_receipt":
-        row: Any = ExpiryReceipt(**common, scope="acme", request_digest="", run_revision=3, expired_at=now, digest="d")
-        body = presenters.expiry_receipt(row)
-    else:
-        row = ClosureReceipt(
-            **common,
-            scope="acme",
-            request=json.dumps({"a": 1}),
-            request_digest="r",
-            run_revision=4,
-            actor="token:op",
-            digest="d",
-            closed_at=now,
-        )
-        body = presenters.closure_receipt(row, fresh=True)
-    keys_match(body, serializer)
+    ids = {"run_id": UUID("00000000-0000-7000-8000-000000000001"), "suspension_id": UUID(int=2)}
+    expiry = ExpiryReceipt(**ids, scope="acme", request_digest="", run_revision=3, expired_at=now, digest="d")
+    body = answers.ExpiryReceiptOut.of(expiry).wire()
+    assert list(body) == written(answers.ExpiryReceiptOut)
+    assert body["expired_at"] == "2026-01-01T00:00:00.000000Z"
+    assert body["run_id"] == "00000000-0000-7000-8000-000000000001"
+    assert body["valid"] is False  # "d" is not the digest of what is stored
+    closure = ClosureReceipt(
+        **ids,
+        scope="acme",
+        request=json.dumps({"b": 1, "a": 2}),
+        request_digest="r",
+        run_revision=4,
+        actor="token:op",
+        digest="d",
+        closed_at=now,
+    )
+    body = answers.ClosureReceiptOut.of(closure, fresh=True).wire()
+    assert list(body) == written(answers.ClosureReceiptOut)
+    assert list(body["request"]) == ["b", "a"]  # as retained
+    assert (body["closed_at"], body["fresh"], body["valid"]) == ("2026-01-01T00:00:00.000000Z", True, False)
 
 
-def fields_of(run: Any) -> dict[str, Any]:
-    """RunOut's fields, each rendered by DRF as it rendered runs before presenters.run_body, as JSON reads them."""
-    import json
-
+def as_drf_wrote(run: Any) -> dict[str, Any]:
+    """A run as DRF's fields rendered it before the model (the UUID, the times in DRF's DateTimeField format)."""
     from rest_framework import serializers
-    from rest_framework.renderers import JSONRenderer
 
-    return json.loads(JSONRenderer().render(serializers.Serializer.to_representation(shapes.RunOut(), run)))
+    time = serializers.DateTimeField()
+    suspension = getattr(run, "live_suspension_id", None)
+    return {
+        "id": str(run.id),
+        **{name: getattr(run, name) for name in ("scope", "agent_id", "session_id", "state", "revision")},
+        **{name: getattr(run, name) for name in ("error", "last_reason")},
+        "tags": list(run.tags),
+        "created_at": time.to_representation(run.created_at),
+        "updated_at": time.to_representation(run.updated_at),
+        "suspension_id": None if suspension is None else str(suspension),
+    }
 
 
-def test_a_run_renders_as_its_documented_fields_did_in_every_state(engine):
-    from datetime import UTC, datetime
-
+def test_a_run_writes_its_times_as_drf_did_in_every_state(engine, strictly):
     from django.db.models import F
 
-    from suspensions.models import Run
-
     registered = register(engine)
-    assert registered == fields_of(Run.objects.get(pk=registered["id"]))
+    assert registered == as_drf_wrote(Run.objects.get(pk=registered["id"]))
     paused = pause(engine)
     failed = register(engine, agent_id="agent-2")
     answer = post(engine, f"/api/v1/runs/{failed['id']}/fail", {"revision": 1, "error": "the tool timed out"})
@@ -110,9 +194,9 @@ def test_a_run_renders_as_its_documented_fields_did_in_every_state(engine):
     rows = Run.objects.annotate(live_suspension_id=F("suspension__id"))
     assert rows.count() == 3
     for run in rows:
-        assert presenters.run_body(run) == fields_of(run)
-        assert engine.get(f"/api/v1/runs/{run.id}").json() == fields_of(run)
+        assert answers.RunOut.of(run).wire() == as_drf_wrote(run)
+        assert engine.get(f"/api/v1/runs/{run.id}").json() == as_drf_wrote(run)
     by_id = {str(run.id): run for run in rows}
-    assert presenters.run_body(by_id[failed["id"]])["created_at"] == "2026-01-02T03:04:05Z"
-    assert presenters.run_body(by_id[paused["run_id"]])["suspension_id"] == paused["id"]
-    keys_match(registered, shapes.RunOut)
+    assert answers.RunOut.of(by_id[failed["id"]]).wire()["created_at"] == "2026-01-02T03:04:05Z"
+    assert answers.RunOut.of(by_id[paused["run_id"]]).wire()["suspension_id"] == paused["id"]
+    assert list(registered) == written(answers.RunOut)

@@ -33,10 +33,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from suspensions import presenters, services
+from suspensions import services
 from suspensions.exceptions import ServiceError
 from suspensions.models import Admission, ApprovalVote, ClosureReceipt, Event, Run, Start
 from suspensions.principals import Principal
+from suspensions.wire.answers import AdmissionReceiptOut, ClosureReceiptOut, StartReceiptOut
 from tests.helpers import call, continuation
 
 SCOPE = "sm"
@@ -184,13 +185,13 @@ class ServiceMachine(RuleBasedStateMachine):
         run.revision += 1
         run.state = "running"
         run.events.append(("admitted", run.revision))
-        receipt = presenters.admission_receipt(claimed.admission, fresh=True)
+        receipt = AdmissionReceiptOut.of(claimed.admission, fresh=True).wire()
         run.claims[pause.id] = Claim(pause, identity, run.revision, state, receipt)
         assert claimed.fresh and claimed.admission.claimed_revision == run.revision
 
     def replayed(self, run: Model, pause: Pause, claimed: Any) -> None:
         assert claimed.fresh is False
-        assert stable(presenters.admission_receipt(claimed.admission, fresh=False)) == stable(
+        assert stable(AdmissionReceiptOut.of(claimed.admission, fresh=False).wire()) == stable(
             run.claims[pause.id].receipt
         )
 
@@ -286,7 +287,7 @@ class ServiceMachine(RuleBasedStateMachine):
             return
         self.won(run, pause, identity, claimed, "started")
         run.events.append(("started", run.revision))
-        run.claims[pause.id].start = presenters.start_receipt(claimed.start)
+        run.claims[pause.id].start = StartReceiptOut.of(claimed.start).wire()
         run.live = None
         assert claimed.suspension is not None and claimed.results is not None
 
@@ -433,7 +434,7 @@ class ServiceMachine(RuleBasedStateMachine):
             return
         assert started.suspension is not None
         claim.state = "started"
-        claim.start = presenters.start_receipt(started.start)
+        claim.start = StartReceiptOut.of(started.start).wire()
         run.live = None
         run.events.append(("started", run.revision))
 
@@ -543,11 +544,11 @@ class ServiceMachine(RuleBasedStateMachine):
             return
         if expected == "replay":
             assert closed.fresh is False
-            assert presenters.closure_receipt(closed.receipt, fresh=True) == previous[1]
+            assert ClosureReceiptOut.of(closed.receipt, fresh=True).wire() == previous[1]
             return
         claim.state = "closed"
         self.move(run, "incomplete", "closed")
-        run.closures[claim.pause.id] = (request, presenters.closure_receipt(closed.receipt, fresh=True))
+        run.closures[claim.pause.id] = (request, ClosureReceiptOut.of(closed.receipt, fresh=True).wire())
 
     def closure_request(self, run: Model, claim: Claim, stale: bool) -> Any:
         now = services.db_now()
@@ -601,14 +602,14 @@ class ServiceMachine(RuleBasedStateMachine):
             assert events == run.events
             for claim in run.claims.values():
                 admission = Admission.objects.get(pk=claim.receipt["id"])
-                assert stable(presenters.admission_receipt(admission, fresh=False)) == stable(claim.receipt)
+                assert stable(AdmissionReceiptOut.of(admission, fresh=False).wire()) == stable(claim.receipt)
                 assert admission.state == claim.state
                 if claim.start is not None:
                     start = Start.objects.get(admission_id=admission.id)
-                    assert presenters.start_receipt(start) == claim.start
+                    assert StartReceiptOut.of(start).wire() == claim.start
             for pause_id, (_, receipt) in run.closures.items():
                 row = ClosureReceipt.objects.get(run_id=run.id, suspension_id=pause_id)
-                assert presenters.closure_receipt(row, fresh=True) == receipt
+                assert ClosureReceiptOut.of(row, fresh=True).wire() == receipt
 
     @invariant()
     def at_most_one_claim_won_per_pause(self) -> None:

@@ -2,7 +2,7 @@
 
 Each view names its operation id, its request shape and its 2xx shapes:
 
-    @extend_schema(**docs.operation("suspend_run", request=requests.Suspend, ok={201: shapes.PausedOut}))
+    @extend_schema(**docs.operation("suspend_run", request=requests.Suspend, ok={201: PausedOut}))
 
 `operation()` adds the rest from the tables of this package: summary,
 description, tag, request and answer examples, and one problem+json answer
@@ -17,7 +17,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 
 from ... import exceptions
-from ..shapes import Problem
+from ...wire.answers import Problem
 from . import audit, claims, floors, flows, notification_routes, runs, webhooks
 from . import samples as v
 from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc, refusal

@@ -1,0 +1,177 @@
+"""The operators' answer bodies: approval floors, webhook endpoints and their messages, notification routes.
+
+Declared once, as in answers.py (its docstring says how a field keeps its bytes).
+"""
+
+from typing import Literal, Self
+from uuid import UUID
+
+from pydantic import MISSING
+
+from ..models import ApprovalFloor, NotificationRoute, WebhookEndpoint, WebhookMessage
+from .answers import Answer, Moment, absent, doc
+
+# -- approval floors (docs/policies.md, "Floors") ------------------------------------------------
+
+
+class ApprovalFloorOut(Answer):
+    """The least an approval pause in `scope`, or below it, must ask for."""
+
+    id: UUID
+    scope: str
+    quorum: int = doc("The fewest distinct approvers, 1 to 5.")
+    exclude_requester: bool = doc("Separation of duties always applies.")
+    on_expiry: list[Literal["expire", "deny", "escalate"]] = doc("The on_expiry values a pause may use.")
+    require_linked_person: bool = doc("Only a principal of a person (a user, or a token linked to one) may decide.")
+    created_by: str
+    created_at: Moment
+    updated_by: str
+    updated_at: Moment
+
+    @classmethod
+    def of(cls, floor: ApprovalFloor) -> Self:
+        return cls(
+            id=floor.id,
+            scope=floor.scope,
+            quorum=floor.quorum,
+            exclude_requester=floor.exclude_requester,
+            on_expiry=list(floor.on_expiry),
+            require_linked_person=floor.require_linked_person,
+            created_by=floor.created_by,
+            created_at=floor.created_at,
+            updated_by=floor.updated_by,
+            updated_at=floor.updated_at,
+        )
+
+
+# -- webhooks (docs/api.md, "7.8 Webhooks") -------------------------------------------------------
+
+
+class WebhookEndpointOut(Answer):
+    """A webhook endpoint; its secrets are never shown after the answer that created them."""
+
+    id: UUID
+    scope: str
+    url: str
+    event_types: list[str] = doc("Empty: every type.")
+    format: Literal["standard", "slack"]
+    active: bool
+    disabled_reason: str = doc("Who or what disabled it (an operator, a 410 Gone).")
+    description: str
+    created_by: str
+    created_at: Moment
+    previous_secret_expires_at: Moment | None = doc("Until then the secret before the last rotation signs too.")
+
+    @classmethod
+    def of(cls, endpoint: WebhookEndpoint) -> Self:
+        return cls(**_endpoint_fields(endpoint))
+
+
+def _endpoint_fields(endpoint: WebhookEndpoint) -> dict[str, object]:
+    return {
+        "id": endpoint.id,
+        "scope": endpoint.scope,
+        "url": endpoint.url,
+        "event_types": list(endpoint.event_types),
+        "format": endpoint.format,
+        "active": endpoint.active,
+        "disabled_reason": endpoint.disabled_reason,
+        "description": endpoint.description,
+        "created_by": endpoint.created_by,
+        "created_at": endpoint.created_at,
+        "previous_secret_expires_at": endpoint.previous_secret_expires_at,
+    }
+
+
+class WebhookEndpointSecretOut(WebhookEndpointOut):
+    """The answer to a create or a rotation: the one time the signing secret is shown."""
+
+    secret: str | None = doc(
+        "The signing secret `whsec_<base64>`: shown in this answer only. Null only in a replay (same "
+        "Idempotency-Key) after the secret was rotated out; `secret_withheld` then says so."
+    )
+    secret_withheld: str | MISSING = absent("Only in a replay whose secret no longer signs: why `secret` is null.")
+
+    @classmethod
+    def of_new(cls, endpoint: WebhookEndpoint, secret: str) -> Self:
+        return cls(**_endpoint_fields(endpoint), secret=secret)
+
+
+class DeliveryAttemptOut(Answer):
+    number: int
+    at: Moment
+    status_code: int | None = doc("The receiver's status; null when none came.")
+    error: str = doc("Why the attempt failed without a status (timeout, refused address).")
+    duration_ms: int
+
+
+class WebhookMessageOut(Answer):
+    """One event for one endpoint; `id` is the `webhook-id` header on every attempt."""
+
+    id: UUID
+    endpoint_id: UUID
+    event_id: int
+    run_id: UUID | None
+    type: str
+    status: Literal["pending", "delivered", "failed"]
+    attempt_count: int
+    next_attempt_at: Moment
+    created_at: Moment
+    delivered_at: Moment | None
+    body: str = doc("The exact body sent on every attempt.")
+    attempts: list[DeliveryAttemptOut]
+
+    @classmethod
+    def of(cls, message: WebhookMessage) -> Self:
+        """One delivery with its attempts, oldest attempt first (prefetched by selectors.webhook_messages)."""
+        attempts = [
+            DeliveryAttemptOut(
+                number=a.number, at=a.at, status_code=a.status_code, error=a.error, duration_ms=a.duration_ms
+            )
+            for a in message.attempt_rows.all()
+        ]
+        return cls(
+            id=message.id,
+            endpoint_id=message.endpoint_id,
+            event_id=message.event_id,
+            run_id=message.run_id or None,
+            type=message.type,
+            status=message.status,
+            attempt_count=message.attempts,
+            next_attempt_at=message.next_attempt_at,
+            created_at=message.created_at,
+            delivered_at=message.delivered_at,
+            body=message.body,
+            attempts=attempts,
+        )
+
+
+# -- notification routes (docs/notifications.md, "Routes") ----------------------------------------
+
+
+class NotificationRouteOut(Answer):
+    """Where a scope's approval events are also told: an email address or a Slack channel."""
+
+    id: UUID
+    scope: str
+    kind: Literal["email", "slack"]
+    target: str = doc("An email address, or a Slack channel id.")
+    event_types: list[str] = doc("Empty: every approval event.")
+    active: bool
+    description: str
+    created_by: str
+    created_at: Moment
+
+    @classmethod
+    def of(cls, route: NotificationRoute) -> Self:
+        return cls(
+            id=route.id,
+            scope=route.scope,
+            kind=route.kind,
+            target=route.target,
+            event_types=list(route.event_types),
+            active=route.active,
+            description=route.description,
+            created_by=route.created_by,
+            created_at=route.created_at,
+        )
