@@ -21,11 +21,10 @@ from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.contrib.pydantic import PydanticExtension
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.plumbing import ResolvedComponent
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, model_json_schema
-from pydantic_core import core_schema
+from pydantic.json_schema import model_json_schema
 
 from .. import exceptions
-from ..wire.base import OpenAPI30
+from ..wire.base import OpenAPI30, OpenAPI30Dialect
 from . import docs
 from .docs import samples
 from .idempotency import HEADER, REPLAYED
@@ -64,31 +63,6 @@ class RequestBodies(OpenApiSerializerExtension):
         return schema  # type: ignore[no-any-return]
 
 
-class OpenApi30(GenerateJsonSchema):
-    """pydantic's JSON Schema as OpenAPI 3.0 reads it, and as the serializers' schemas read before it: a null is
-    `nullable`, a constant a one-value enum, and no field or model carries a generated title."""
-
-    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
-        inner = self.generate_inner(schema["schema"])
-        if "$ref" in inner:  # OpenAPI 3.0 ignores the siblings of a $ref
-            return {"allOf": [inner], "nullable": True}
-        return {**inner, "nullable": True}
-
-    def literal_schema(self, schema: core_schema.LiteralSchema) -> JsonSchemaValue:
-        result = super().literal_schema(schema)
-        if "const" in result:
-            result["enum"] = [result.pop("const")]
-        return result
-
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
-
-    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
-        result = super().model_schema(schema)
-        result.pop("title", None)
-        return result
-
-
 class AnswerSchemas(PydanticExtension):
     """The answer bodies (suspensions/wire): each pydantic model, and each model it holds, a component of its name,
     in OpenAPI 3.0's words (drf-spectacular's own pydantic support, with the generator above)."""
@@ -97,7 +71,9 @@ class AnswerSchemas(PydanticExtension):
 
     def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
         ref = "#/components/schemas/{model}"
-        schema = model_json_schema(self.target, ref_template=ref, mode="serialization", schema_generator=OpenApi30)
+        schema = model_json_schema(
+            self.target, ref_template=ref, mode="serialization", schema_generator=OpenAPI30Dialect
+        )
         for name, sub in schema.pop("$defs", {}).items():
             component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=lone_refs(sub))
             auto_schema.registry.register_on_missing(component)

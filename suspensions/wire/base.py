@@ -225,16 +225,13 @@ def _put(tree: dict[str, Any], at: list[str], message: str) -> None:
 # -- the JSON Schema, in OpenAPI 3.0's dialect -------------------------------------------------
 
 
-class OpenAPI30(GenerateJsonSchema):
+class OpenAPI30Dialect(GenerateJsonSchema):
     """pydantic's JSON Schema as OpenAPI 3.0 reads it: `nullable` for `T | None`, `enum` for a constant, no titles
-    (the component's name says it), each model a component named `...Request` like DRF's (COMPONENT_SPLIT_REQUEST),
-    referred to as `#/components/schemas/<name>`."""
-
-    suffix = "Request"
+    (the component's name says it). The answers' schemas use it as it is (api/schema.py, AnswerSchemas)."""
 
     def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
         inner = self.generate_inner(schema["schema"])
-        if "$ref" in inner:
+        if "$ref" in inner:  # OpenAPI 3.0 ignores the siblings of a $ref
             return {"allOf": [inner], "nullable": True}
         return {**inner, "nullable": True}
 
@@ -246,6 +243,18 @@ class OpenAPI30(GenerateJsonSchema):
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        value = super().model_schema(schema)
+        value.pop("title", None)
+        return value
+
+
+class OpenAPI30(OpenAPI30Dialect):
+    """The requests' dialect: each model a component named `...Request` like DRF's (COMPONENT_SPLIT_REQUEST),
+    referred to as `#/components/schemas/<name>`."""
+
+    suffix = "Request"
 
     def generate(self, schema: Any, mode: Any = "validation") -> JsonSchemaValue:
         value = super().generate(schema, mode)
