@@ -432,6 +432,8 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["suspensions.api.filtering.StrictFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "suspensions.api.pagination.IdCursorPagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # OPTIONS without DRF's serializer-built `actions`: the bodies are the wire's models (api/metadata.py).
+    "DEFAULT_METADATA_CLASS": "suspensions.api.metadata.PlainMetadata",
     "EXCEPTION_HANDLER": "suspensions.api.errors.problem_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "PAGE_SIZE": 50,
