@@ -1,10 +1,8 @@
 """T10 over HTTP: an operator closes an uncertain start; anyone in scope reads the receipt."""
 
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -14,27 +12,10 @@ from rest_framework.views import APIView
 from .. import digests, presenters, services
 from . import docs
 from .authentication import principal_of
-from .fields import ShownStr, StrictInt, StrictStr
+from .fields import AwareDateTime, ShownStr, StrictInt, StrictStr
 from .serializers import ClaimVersion, Strict
 from .shapes import ClosureReceiptOut
 from .views import created, validated, version_of
-
-
-class AwareDateTime(serializers.DateTimeField):
-    """RFC 3339 with an explicit offset: a proof's window must not depend on the server's time zone."""
-
-    def to_internal_value(self, value: Any) -> datetime:
-        try:
-            parsed = parse_datetime(value) if isinstance(value, str) else None
-        except ValueError:
-            parsed = None
-        if parsed is None or parsed.tzinfo is None:
-            raise serializers.ValidationError("Give an RFC 3339 time with its offset, e.g. 2026-01-01T12:00:00Z.")
-        moment = digests.utc_or_none(parsed)
-        if moment is None:
-            # 0001-01-01T00:00:00+01:00 is a valid RFC 3339 time whose UTC instant falls before year 1.
-            raise serializers.ValidationError("The time falls outside years 1 to 9999 in UTC.")
-        return moment
 
 
 def digest_field(help_text: str) -> StrictStr:

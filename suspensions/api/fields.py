@@ -1,10 +1,12 @@
 """Strict JSON fields: DRF coerces "3" into 3 and 3 into "3"; the contract does not."""
 
+from datetime import datetime
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
-from .. import display, strictjson, tags
+from .. import digests, display, strictjson, tags
 from ..strictjson import MAX_SAFE_INTEGER
 
 
@@ -95,3 +97,20 @@ class JSONObject(serializers.JSONField):
 
 class AnyJSON(serializers.JSONField):
     """Any JSON value, taken as parsed."""
+
+
+class AwareDateTime(serializers.DateTimeField):
+    """RFC 3339 with an explicit offset: a proof's window must not depend on the server's time zone."""
+
+    def to_internal_value(self, value: Any) -> datetime:
+        try:
+            parsed = parse_datetime(value) if isinstance(value, str) else None
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed.tzinfo is None:
+            raise serializers.ValidationError("Give an RFC 3339 time with its offset, e.g. 2026-01-01T12:00:00Z.")
+        moment = digests.utc_or_none(parsed)
+        if moment is None:
+            # 0001-01-01T00:00:00+01:00 is a valid RFC 3339 time whose UTC instant falls before year 1.
+            raise serializers.ValidationError("The time falls outside years 1 to 9999 in UTC.")
+        return moment

@@ -13,7 +13,18 @@ from ..models import NotificationChannel, Reason, WebhookFormat
 from ..services.early import MAX_TTL as EARLY_MAX_TTL
 from ..services.notifications import ROUTE_EVENT_TYPES
 from ..services.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
-from .fields import AnyJSON, JSONObject, JSONText, ShownStr, StrictBool, StrictFloat, StrictInt, StrictStr, Tags
+from .fields import (
+    AnyJSON,
+    AwareDateTime,
+    JSONObject,
+    JSONText,
+    ShownStr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    Tags,
+)
 
 MAX_TTL = 10 * 365 * 86400
 
@@ -235,6 +246,29 @@ class Suspend(Strict):
                 )
         elif with_reply:
             raise serializers.ValidationError({"pending": ["reply_with is only for agent_reply pauses."]})
+        return attrs
+
+
+class ExtendDeadline(Strict):
+    """More time for a live pause (docs/api.md, "`POST /suspensions/{id}/extend` — more time"): `seconds` or `until`."""
+
+    seconds = StrictInt(
+        required=False,
+        min_value=1,
+        max_value=MAX_TTL,
+        help_text="Added to the current deadline. Exactly one of seconds and until; a retry adds again "
+        "unless it sends the same Idempotency-Key.",
+    )
+    until = AwareDateTime(
+        required=False,
+        help_text="The new deadline, RFC 3339 with its offset, later than the current one. The same until again "
+        "answers the pause as it is (200) and writes nothing.",
+    )
+    reason = ShownStr(max_length=1000, help_text="Why the pause gets more time; kept on the `deadline_extended` event.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("seconds" in attrs) == ("until" in attrs):
+            raise serializers.ValidationError({"seconds": ["Give exactly one of seconds and until."]})
         return attrs
 
 

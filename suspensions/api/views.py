@@ -203,6 +203,23 @@ class SuspensionDetail(APIView):
         return Response(presenters.suspension_detail(susp))
 
 
+class ExtendDeadline(APIView):
+    """More time for a live pause (docs/api.md, "`POST /suspensions/{id}/extend` — more time"): role operator."""
+
+    @extend_schema(**docs.operation("extend_suspension", request=s.ExtendDeadline, ok={200: shapes.SuspensionOut}))
+    @idempotent
+    def post(self, request: Request, pk: UUID) -> Response:
+        data = validated(s.ExtendDeadline, request)
+        extended = services.extend_deadline(
+            principal=principal_of(request),
+            suspension_id=pk,
+            reason=data["reason"],
+            seconds=data.get("seconds"),
+            until=data.get("until"),
+        )
+        return Response(presenters.suspension_detail(extended.suspension))
+
+
 @extend_schema_view(get=extend_schema(**docs.operation("list_approvals", ok={200: shapes.SuspensionSummaryOut})))
 class ApprovalList(SuspensionList):
     def get_queryset(self) -> QuerySet[Suspension]:
