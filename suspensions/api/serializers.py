@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .. import policies
+from .. import scopes as scope_paths
 from ..models import NotificationChannel, Reason, WebhookFormat
 from ..services.early import MAX_TTL as EARLY_MAX_TTL
 from ..services.notifications import ROUTE_EVENT_TYPES
@@ -191,12 +192,68 @@ class OnExpiryField(serializers.Field):
         return value
 
 
+class EscalationNotify(Strict):
+    """Whom an escalation step asks (docs/policies.md, "Escalation chains"): at least one name in one list."""
+
+    scopes = serializers.ListField(
+        child=StrictStr(max_length=192),
+        required=False,
+        max_length=20,
+        help_text="The approvers of these scopes (the pause's own or one above it) and their notification routes.",
+    )
+    groups = serializers.ListField(
+        child=ShownStr(max_length=150),
+        required=False,
+        max_length=20,
+        help_text="The approvers of the pause's scope in these user groups.",
+    )
+    people = serializers.ListField(
+        child=ShownStr(max_length=150),
+        required=False,
+        max_length=50,
+        help_text="The approvers of the pause's scope with these usernames.",
+    )
+
+    def validate_scopes(self, value: list[str]) -> list[str]:
+        bad = [s for s in value if not scope_paths.is_valid(s)]
+        if bad:
+            raise serializers.ValidationError(f"Not a valid scope: {', '.join(bad)}.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not any(attrs.get(k) for k in policies.NOTIFY_KEYS):
+            raise serializers.ValidationError({"non_field_errors": ["Name at least one scope, group or person."]})
+        return attrs
+
+
+class EscalationStep(Strict):
+    after_seconds = StrictInt(
+        min_value=1, max_value=MAX_TTL, help_text="Seconds after the pause was stored; before its deadline."
+    )
+    notify = EscalationNotify()
+
+
 class ApprovalPolicy(Strict):
     quorum = StrictInt(min_value=1, max_value=5, required=False, help_text="Distinct approvers needed, 1 to 5.")
     exclude_requester = StrictBool(
         required=False, help_text="The principal that stored the pause may not decide it. Default true."
     )
     on_expiry = OnExpiryField(required=False, help_text="What the sweep does at the deadline. Default expire.")
+    escalation = serializers.ListField(
+        child=EscalationStep(),
+        required=False,
+        max_length=policies.MAX_ESCALATION_STEPS,
+        help_text="An escalation chain: up to 10 steps `{after_seconds, notify}`, after_seconds strictly "
+        "increasing, each run once by the sweep before the deadline.",
+    )
+
+    def validate_escalation(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index in range(1, len(value)):
+            if value[index]["after_seconds"] <= value[index - 1]["after_seconds"]:
+                raise serializers.ValidationError(
+                    {str(index): {"after_seconds": ["Must be greater than the step before's."]}}
+                )
+        return value
 
 
 class Suspend(Strict):
@@ -450,9 +507,13 @@ class UpdateApprovalFloor(Strict):
     require_linked_person = StrictBool(
         required=False, help_text="Only a principal of a person (a user, or a token linked to one) may decide."
     )
+    require_escalation = StrictBool(
+        required=False, help_text="An approval pause must carry an escalation chain (`approval.escalation`)."
+    )
 
 
 class CreateApprovalFloor(UpdateApprovalFloor):
-    """A new floor; defaults: quorum 1, exclude_requester true, every on_expiry, require_linked_person false."""
+    """A new floor; defaults: quorum 1, exclude_requester true, every on_expiry, require_linked_person and
+    require_escalation false."""
 
     scope = StrictStr(max_length=192, required=False, help_text="May be left out by an operator in exactly one scope.")

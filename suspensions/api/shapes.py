@@ -416,6 +416,7 @@ class ApprovalFloorOut(serializers.Serializer):
     require_linked_person = serializers.BooleanField(
         help_text="Only a principal of a person (a user, or a token linked to one) may decide."
     )
+    require_escalation = serializers.BooleanField(help_text="An approval pause must carry an escalation chain.")
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_by = serializers.CharField()

@@ -1,6 +1,9 @@
 """The approval record opened with an `approval` pause, its policy, and its votes (docs/api.md, "3. Who may do what";
 docs/policies.md)."""
 
+import json
+from typing import Any
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
@@ -61,6 +64,13 @@ class Approval(Scoped):
     require_linked_person = models.BooleanField(default=False)
     floor_scopes = models.CharField(max_length=800, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    # An escalation chain (docs/policies.md, "Escalation chains"): its steps as validated
+    # (`[{after_seconds, notify: {scopes, groups, people}}]`), how many the sweep has run, and when the next one is
+    # due (created_at + its after_seconds; null when none is left).
+    # Canonical JSON text, as `pending` (the claim path reads this row as plain columns); "" without a chain.
+    escalation = models.TextField(blank=True)
+    escalation_step = models.PositiveSmallIntegerField(default=0)
+    next_escalation_at = models.DateTimeField(null=True, blank=True)
     # What was decided: the calls as admitted (final arguments, `edited`, the original's
     # digest) or the approver's answer in words. `pending` keeps what was asked.
     final_calls = models.TextField(blank=True)
@@ -71,6 +81,15 @@ class Approval(Scoped):
             models.CheckConstraint(condition=Q(quorum__gte=1, quorum__lte=5), name="approval_quorum_1_to_5"),
             models.CheckConstraint(condition=Q(on_expiry__in=OnExpiry.values), name="approval_on_expiry_valid"),
         ]
+        indexes = [
+            *Scoped.Meta.indexes,
+            # The sweep's scan for escalation steps now due: only pending approvals with a step left.
+            models.Index(
+                fields=["next_escalation_at"],
+                name="approval_escalation_due",
+                condition=Q(next_escalation_at__isnull=False, status="pending"),
+            ),
+        ]
 
     @property
     def policy(self) -> dict[str, object]:
@@ -78,7 +97,16 @@ class Approval(Scoped):
         on_expiry: object = self.on_expiry
         if self.on_expiry == OnExpiry.ESCALATE:
             on_expiry = {"escalate": {"extend_seconds": self.extend_seconds}}
-        return {"quorum": self.quorum, "exclude_requester": self.exclude_requester, "on_expiry": on_expiry}
+        policy = {"quorum": self.quorum, "exclude_requester": self.exclude_requester, "on_expiry": on_expiry}
+        if self.escalation:  # shown only when the pause has a chain: a plain approval reads as before
+            policy["escalation"] = self.chain
+        return policy
+
+    @property
+    def chain(self) -> list[dict[str, Any]]:
+        """The escalation chain's steps, `[{after_seconds, notify: {scopes, groups, people}}]`; [] without one."""
+        steps = json.loads(self.escalation) if self.escalation else []
+        return steps if isinstance(steps, list) else []
 
     @property
     def floor(self) -> dict[str, object] | None:

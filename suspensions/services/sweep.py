@@ -32,7 +32,7 @@ from django.db import DatabaseError, transaction
 from ..clock import db_now
 from ..models import Run
 from ..observability import logs, metrics
-from . import early, outbox
+from . import early, escalations, outbox
 from .sql.expiry import ADMITTED, ENDING, ESCALATED, ORPHAN, SWEEPER, Due, due_rows, event_kind, write
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,8 @@ class SweepResult:
     left_alone: int = 0
     longest_batch_seconds: float = 0.0
     early_results_dropped: int = 0
+    # Escalation chains' steps run in this pass (services.escalations), before any deadline is applied.
+    escalation_steps: int = 0
 
     def add(self, batch: BatchResult) -> None:
         self.batches += 1
@@ -178,6 +180,8 @@ def expire_suspensions(
     # Early results past their ttl go first, in one statement
     # (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"): nothing waits on them.
     total = SweepResult(early_results_dropped=early.drop_expired(now or db_now()))
+    # Then the escalation chains' due steps (docs/policies.md, "Escalation chains"): each asks before the deadline.
+    total.escalation_steps = escalations.run_due_steps(batch_size=size, now=now)
     # Rows left alone or failed in this pass are not offered again, so they cannot stall it.
     skipped: set[UUID] = set()
     began = time.monotonic()
