@@ -1,10 +1,10 @@
-"""Escalation chains at suspend (docs/policies.md, "Escalation chains"): `approval.escalation` steps are validated before
-anything is written, a 400 naming the path otherwise, and a floor may require a chain."""
+"""Escalation chains at suspend (docs/policies.md, "Escalation chains"): `approval.escalation` steps are validated
+before anything is written, a 400 naming the path otherwise, and a floor may require a chain."""
 
 import pytest
 
-from suspensions.models import Approval, ApprovalFloor, Event
 from suspensions.clock import db_now
+from suspensions.models import Approval, ApprovalFloor, Event
 from tests.helpers import call, client, continuation, post, refused, register
 
 pytestmark = pytest.mark.usefixtures("chains_intact")
