@@ -51,7 +51,7 @@ LOST = {
     "arguments_invalid": "The edited arguments do not match the call's schema; nothing was decided.",
 }
 
-INBOX_FILTERS = ("agent_id", "tool", "scope", "tag", "older_than", "expiring_within")
+INBOX_FILTERS = ("agent_id", "tool", "scope", "tag", "older_than", "expiring_within", "at_risk")
 # The inbox says "more than 1,000" rather than count a huge backlog to the last row.
 COUNT_CAP = 1000
 # Where a decision that arrived without a session waits for its approver to sign in again.
@@ -311,7 +311,9 @@ def extend(request: HttpRequest, pk: UUID) -> HttpResponse:
     except ServiceError as exc:
         messages.error(request, EXTEND_REFUSED.get(exc.code, exc.detail))
         return redirect(page)
-    messages.success(request, f"Extended: the deadline is now {timefmt.absolute(extended.suspension.expires_at)}.")
+    deadline = extended.suspension.expires_at
+    assert deadline is not None  # an extension always leaves a deadline
+    messages.success(request, f"Extended: the deadline is now {timefmt.absolute(deadline)}.")
     return redirect(page)
 
 

@@ -12,6 +12,7 @@ from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncHour
 
 from .. import selectors, timefmt
+from ..filters import at_risk
 from ..models import Admission, AdmissionState, Approval, Reason, Run, RunState, Start
 from ..principals import Principal
 from . import chart, present
@@ -79,6 +80,11 @@ def expiring_soon(principal: Principal, now: datetime, limit: int = 8) -> list[d
         }
         for s in rows
     ]
+
+
+def at_risk_count(principal: Principal, cap: int) -> int:
+    """Pending approvals in the principal's inbox past 80% of their window, counted up to `cap` + 1."""
+    return selectors.pending_approvals(principal).filter(at_risk()).order_by()[: cap + 1].count()
 
 
 def oldest_pending(principal: Principal, now: datetime) -> dict[str, Any] | None:

@@ -36,10 +36,16 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "pauses": queries.pause_counts(principal),
         "expiring": queries.expiring_soon(principal, now),
         "oldest": queries.oldest_pending(principal, now),
+        "at_risk": queries.at_risk_count(principal, AT_RISK_CAP),
+        "at_risk_cap": AT_RISK_CAP,
         "chart": queries.activity(principal, now),
         "no_scopes": not principal.superuser and not principal.grants,
     }
     return render(request, "console/dashboard.html", context)
+
+
+# The dashboard says "more than 1,000 at risk" rather than count a huge backlog to the last row.
+AT_RISK_CAP = 1000
 
 
 @require_GET

@@ -2,6 +2,7 @@
 docs/policies.md)."""
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
@@ -51,6 +52,9 @@ class Approval(Scoped):
     resolved_at = models.DateTimeField(null=True, blank=True)
     # The one reminder to approvers once 80% of the time to the deadline has passed (docs/notifications.md, "Email").
     reminded_at = models.DateTimeField(null=True, blank=True)
+    # When 80% of its window (created_at to expires_at) has passed: from then on a pending approval is at risk
+    # (docs/console.md; the inbox, the dashboard and the metrics mark it). Moves with the deadline; null: no deadline.
+    at_risk_at = models.DateTimeField(null=True, blank=True)
     # The policy (docs/policies.md); a pause without one gets these defaults, which behave as a plain approval
     # (docs/api.md, "3. Who may do what").
     quorum = models.PositiveSmallIntegerField(default=1)
@@ -89,7 +93,16 @@ class Approval(Scoped):
                 name="approval_escalation_due",
                 condition=Q(next_escalation_at__isnull=False, status="pending"),
             ),
+            # The at-risk gauge and filter: pending approvals by the moment 80% of their window passed.
+            models.Index(
+                fields=["at_risk_at"], name="approval_at_risk", condition=Q(at_risk_at__isnull=False, status="pending")
+            ),
         ]
+
+    @staticmethod
+    def at_risk_from(created_at: datetime, expires_at: datetime | None) -> datetime | None:
+        """The moment 80% of the window from `created_at` to `expires_at` has passed; None without a deadline."""
+        return created_at + (expires_at - created_at) * 4 / 5 if expires_at is not None else None
 
     @property
     def policy(self) -> dict[str, object]:

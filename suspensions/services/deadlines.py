@@ -91,7 +91,8 @@ class Extend(Door[Extended]):
         t.writes.update(Suspension, {"id": live.pk}, None, expires_at=deadline, deadline=deadline)
         if live.reason == Reason.APPROVAL:
             pending = {"suspension_id": live.pk, "status": ApprovalStatus.PENDING}
-            t.writes.update(Approval, pending, None, expires_at=deadline, reminded_at=None)
+            at_risk = Approval.at_risk_from(live.created_at, deadline)
+            t.writes.update(Approval, pending, None, expires_at=deadline, reminded_at=None, at_risk_at=at_risk)
         extended = event(
             t.run,
             "deadline_extended",

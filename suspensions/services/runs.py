@@ -231,6 +231,7 @@ def open_approval(t: Locked, suspension: Suspension, policy: dict[str, Any]) -> 
         requested_by=t.principal.name,
         expires_at=suspension.expires_at,
         created_at=suspension.created_at,
+        at_risk_at=Approval.at_risk_from(suspension.created_at, suspension.expires_at),
     )
     approval.stamp_scope(t.run.scope)
     t.writes.insert([approval])
