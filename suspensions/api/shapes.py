@@ -303,6 +303,12 @@ class PolicyOut(serializers.Serializer):
     quorum = serializers.IntegerField()
     exclude_requester = serializers.BooleanField()
     on_expiry = serializers.JSONField(help_text='"expire", "deny", or {"escalate": {"extend_seconds": n}}.')
+    escalation = serializers.ListField(
+        child=serializers.JSONField(),
+        required=False,
+        help_text="The escalation chain's steps `{after_seconds, notify: {scopes, groups, people}}`, when the pause "
+        "has one.",
+    )
 
 
 class FloorAppliedOut(serializers.Serializer):

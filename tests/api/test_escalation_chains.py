@@ -137,3 +137,14 @@ def test_combine_names_every_floor_on_the_path_that_requires_a_chain():
     combined = floors.combine([Row("acme/eu", chain=True), Row("acme"), Row("acme/eu/ops", chain=True)])
     assert combined is not None and combined.require_escalation == ("acme/eu", "acme/eu/ops")
     assert floors.combine([Row("acme")]).require_escalation == ()
+
+
+def test_the_approval_shows_its_chain_in_its_policy_as_documented(engine, token):
+    from tests.api.test_openapi import BY_ID, assert_shape, documented
+
+    answer = suspend(engine, escalation=CHAIN)
+    reader = client(token(SCOPE, ["approver"], "reader"))
+    body = reader.get(f"/api/v1/approvals/{answer.json()['id']}").json()
+    assert [s["after_seconds"] for s in body["policy"]["escalation"]] == [60, 600, 1800]
+    _, _, operation = BY_ID["get_approval"]
+    assert_shape(body, documented(operation, 200, "application/json")["schema"], "get_approval")
