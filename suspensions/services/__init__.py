@@ -9,6 +9,7 @@ callbacks.py callback URLs: T3 by a signed capability instead of a token
 approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits
 deadlines.py more time for a live pause (an operator's extension)
+escalations.py escalation chains' steps, run by the sweep before the deadline
 sweep.py    T9 expiry, the batch form of the claim path
 sql/        the hand-written SQL, in one place: rows.py (the run lock, a transition's writes), expiry.py, push.py
 closure.py  T10 closure

@@ -15,6 +15,10 @@ included, fanned out by a task enqueued on commit. If that batch write
 fails, each row is retried alone in its own savepoint; a row that still
 fails is logged and stays for the next sweep, and the rest of the batch is
 written.
+
+Before the first batch, a pass runs the escalation chains' due steps
+(services.escalations, the same lock contract): someone is asked before any
+deadline is applied.
 """
 
 import logging
