@@ -349,6 +349,7 @@ def approval_floor(floor: ApprovalFloor) -> dict[str, Any]:
         "exclude_requester": floor.exclude_requester,
         "on_expiry": list(floor.on_expiry),
         "require_linked_person": floor.require_linked_person,
+        "require_escalation": floor.require_escalation,
         "created_by": floor.created_by,
         "created_at": digests.rfc3339(floor.created_at),
         "updated_by": floor.updated_by,

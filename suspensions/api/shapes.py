@@ -303,6 +303,12 @@ class PolicyOut(serializers.Serializer):
     quorum = serializers.IntegerField()
     exclude_requester = serializers.BooleanField()
     on_expiry = serializers.JSONField(help_text='"expire", "deny", or {"escalate": {"extend_seconds": n}}.')
+    escalation = serializers.ListField(
+        child=serializers.JSONField(),
+        required=False,
+        help_text="The escalation chain's steps `{after_seconds, notify: {scopes, groups, people}}`, when the pause "
+        "has one.",
+    )
 
 
 class FloorAppliedOut(serializers.Serializer):
@@ -416,6 +422,7 @@ class ApprovalFloorOut(serializers.Serializer):
     require_linked_person = serializers.BooleanField(
         help_text="Only a principal of a person (a user, or a token linked to one) may decide."
     )
+    require_escalation = serializers.BooleanField(help_text="An approval pause must carry an escalation chain.")
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_by = serializers.CharField()
