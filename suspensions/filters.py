@@ -6,11 +6,11 @@ from typing import Any
 import django_filters as filters
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from . import digests, scopes, tags
-from .models import Admission, AdmissionState, Reason, Run, RunState, Suspension
+from .models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Run, RunState, Suspension
 
 
 class UtcDateTimeField(filters.fields.IsoDateTimeField):
@@ -99,6 +99,11 @@ class SuspensionFilter(filters.FilterSet):
     expiring_within = filters.NumberFilter(method="filter_expiring_within", label="Expiring within N seconds")
     older_than = filters.NumberFilter(method="filter_older_than", label="Paused at least N seconds ago")
     tag = TagsFilter(field_name="tags", label="Tag (repeat it: every one must be present)")
+    at_risk = filters.ChoiceFilter(
+        choices=[("true", "true"), ("false", "false")],
+        method="filter_at_risk",
+        label="Approvals past 80% of their window (true), or not (false)",
+    )
 
     class Meta:
         model = Suspension
@@ -116,6 +121,19 @@ class SuspensionFilter(filters.FilterSet):
         if value < 0 or value > 10 * 365 * 86400:
             return queryset.none()
         return queryset.filter(created_at__lte=timezone.now() - timedelta(seconds=float(value)))
+
+    def filter_at_risk(self, queryset: QuerySet[Suspension], name: str, value: str) -> QuerySet[Suspension]:
+        risky = at_risk()
+        return queryset.filter(risky if value == "true" else ~risky)
+
+
+def at_risk() -> Exists:
+    """A pause whose approval is pending and past 80% of its window (docs/api.md, "`GET /approvals`"): its record's
+    `at_risk_at` has passed (the approval_at_risk index)."""
+    pending = Approval.objects.filter(
+        suspension_id=OuterRef("id"), status=ApprovalStatus.PENDING, at_risk_at__lte=timezone.now()
+    )
+    return Exists(pending)
 
 
 class InboxFilter(SuspensionFilter):

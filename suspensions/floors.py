@@ -35,6 +35,7 @@ class FloorRow(Protocol):
     exclude_requester: bool
     on_expiry: list[str]
     require_linked_person: bool
+    require_escalation: bool
 
 
 def allowed(row: FloorRow) -> tuple[str, ...]:
@@ -51,6 +52,8 @@ class Floor:
     exclude_requester: bool
     on_expiry: tuple[str, ...]
     require_linked_person: bool
+    # The scopes of the floors that require an escalation chain (docs/policies.md, "Escalation chains").
+    require_escalation: tuple[str, ...] = ()
     # Each floor's scope and allowed on_expiry values, to name the floors that refuse a value.
     allowed_by_scope: tuple[tuple[str, tuple[str, ...]], ...] = field(default=(), compare=False)
 
@@ -67,6 +70,7 @@ def combine(rows: Iterable[FloorRow]) -> Floor | None:
         exclude_requester=any(r.exclude_requester for r in found),
         on_expiry=tuple(v for v in ON_EXPIRY if all(v in values for _, values in by_scope)),
         require_linked_person=any(r.require_linked_person for r in found),
+        require_escalation=tuple(r.scope for r in found if r.require_escalation),
         allowed_by_scope=by_scope,
     )
 
@@ -99,7 +103,8 @@ class Applied:
 def apply(floor: Floor | None, requested: Mapping[str, Any] | None) -> Applied:
     """The Approval columns of a validated `approval` policy (None: no policy) under `floor`.
 
-    Raises 400 below_approval_floor for an on_expiry the floors do not allow.
+    Raises 400 below_approval_floor for an on_expiry the floors do not allow, and for a pause without an
+    escalation chain under a floor that requires one (a chain cannot be raised to: whom to ask is the pause's).
     """
     columns = {**policies.parse_policy(requested), "require_linked_person": False, "floor_scopes": ""}
     if floor is None:
@@ -117,6 +122,13 @@ def apply(floor: Floor | None, requested: Mapping[str, Any] | None) -> Applied:
     if floor.require_linked_person:
         columns["require_linked_person"] = True
         raised.append("require_linked_person")
+    if floor.require_escalation and not columns["escalation"]:
+        where = ", ".join(floor.require_escalation)
+        raise BelowApprovalFloor(
+            f"the approval floor of {where} requires an escalation chain",
+            errors={"approval": {"escalation": [f"The approval floor of {where} requires an escalation chain."]}},
+            floors=list(floor.require_escalation),
+        )
     columns["floor_scopes"] = ",".join(floor.scopes)
     return Applied(columns, floor, tuple(raised))
 

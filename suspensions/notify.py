@@ -35,6 +35,8 @@ LEADS = {
     "reminder": "Still pending, and 80% of the time to its deadline has passed.",
     "escalation": "Escalated to you: nobody answered by the deadline, which has been extended once.",
 }
+# An escalation chain's step (docs/policies.md, "Escalation chains") asks before any deadline moved.
+CHAIN_LEAD = "Escalated to you: nobody has answered this approval yet."
 PREFIXES = {"request": "", "reminder": "Reminder: ", "escalation": "Escalated: "}
 # Each call's arguments in the mail: enough to recognise the request, never the whole payload.
 ARGUMENT_CHARS = 300
@@ -49,7 +51,8 @@ def send(notification: Any) -> None:
     if approval is None:
         raise LookupError(f"approval {notification.approval_id} does not exist")
     links = decision_links(approval, notification.user_id) if notification.user_id else None
-    subject, text, html = render(approval, kind=notification.kind, links=links)
+    lead = CHAIN_LEAD if notification.step else None
+    subject, text, html = render(approval, kind=notification.kind, links=links, lead=lead)
     headers = {NOTIFICATION_HEADER: str(notification.pk)}
     message = EmailMultiAlternatives(
         subject, text, settings.DEFAULT_FROM_EMAIL, [notification.recipient], headers=headers
@@ -115,7 +118,9 @@ def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(approval: Approval, *, kind: str = "request", links: dict[str, str] | None = None) -> tuple[str, str, str]:
+def render(
+    approval: Approval, *, kind: str = "request", links: dict[str, str] | None = None, lead: str | None = None
+) -> tuple[str, str, str]:
     """(subject, plain text, HTML) of the approver email; the HTML escapes every value.
 
     With `links` (an approver's own email) the Approve and Deny links come first: each opens a
@@ -128,7 +133,7 @@ def render(approval: Approval, *, kind: str = "request", links: dict[str, str] |
     subject = " ".join(f"{PREFIXES[kind]}Approval needed: {agent} wants to call {tools}".split())
     subject = truncate(subject, SUBJECT_CHARS)
     deadline, link = deadline_text(approval), console_link(approval)
-    lead = LEADS[kind]
+    lead = lead or LEADS[kind]
     text_lines = [lead, "", f"Agent: {agent}", f"Scope: {display.escaped(approval.scope)}", "Calls:"]
     text_lines += [f"  {name}({arguments})" for name, arguments in calls]
     text_lines += ["", f"Deadline: {deadline}"]

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import digests, schemas
+from . import digests, schemas, scopes
 from .exceptions import ArgumentsInvalid, InvalidRequest, NotEditable, UnusableSchema
 
 # Errors listed per refused edit: enough to fix the form, never a wall of text.
@@ -138,7 +138,13 @@ def parse_policy(raw: Mapping[str, Any] | None) -> dict[str, Any]:
     """The Approval columns of a validated `approval` policy; no policy behaves as a plain approval
     (docs/api.md, "3. Who may do what")."""
     if raw is None:
-        return {"quorum": 1, "exclude_requester": False, "on_expiry": "expire", "extend_seconds": None}
+        return {
+            "quorum": 1,
+            "exclude_requester": False,
+            "on_expiry": "expire",
+            "extend_seconds": None,
+            "escalation": [],
+        }
     on_expiry = raw.get("on_expiry", "expire")
     extend = None
     if isinstance(on_expiry, dict):
@@ -149,4 +155,37 @@ def parse_policy(raw: Mapping[str, Any] | None) -> dict[str, Any]:
         "exclude_requester": raw.get("exclude_requester", True),
         "on_expiry": on_expiry,
         "extend_seconds": extend,
+        "escalation": escalation_steps(raw.get("escalation") or []),
     }
+
+
+# An escalation chain (docs/policies.md, "Escalation chains"): at most this many steps.
+MAX_ESCALATION_STEPS = 10
+NOTIFY_KEYS = ("scopes", "groups", "people")
+
+
+def escalation_steps(raw: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A validated chain as stored and shown: each step's `after_seconds` and its `notify` with all three lists."""
+    return [
+        {"after_seconds": step["after_seconds"], "notify": {k: list(step["notify"].get(k, [])) for k in NOTIFY_KEYS}}
+        for step in raw
+    ]
+
+
+def escalation_problems(steps: Sequence[Mapping[str, Any]], scope: str, ttl: int) -> dict[str, Any]:
+    """What the pause's scope and deadline refuse in a chain, as `errors` under `approval.escalation` (empty: none).
+
+    Each step must come before the deadline (`ttl` 0: none, every step does), and each scope it notifies must be
+    the pause's own or one above it: a chain never tells another tenant, or a team below, about this approval.
+    """
+    found: dict[str, Any] = {}
+    for index, step in enumerate(steps):
+        problems: dict[str, list[str]] = {}
+        if ttl and step["after_seconds"] >= ttl:
+            problems["after_seconds"] = [f"Must come before the deadline: less than ttl_seconds ({ttl})."]
+        outside = [s for s in step["notify"].get("scopes", []) if not scopes.covers(s, scope)]
+        if outside:
+            problems["notify"] = [f"Scopes must be {scope} or above it, not {', '.join(outside)}."]
+        if problems:
+            found[str(index)] = problems
+    return found

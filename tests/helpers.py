@@ -121,7 +121,7 @@ def snapshot() -> dict[str, Any]:
     """Everything a refusal must leave untouched."""
     return {
         "runs": sorted(Run.objects.values_list("id", "state", "revision")),
-        "suspensions": Suspension.objects.count(),
+        "suspensions": sorted(Suspension.objects.values_list("id", "expires_at", "deadline")),
         "admissions": Admission.objects.count(),
         "starts": Start.objects.count(),
         "events": Event.objects.count(),

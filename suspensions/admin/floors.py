@@ -29,7 +29,7 @@ class ApprovalFloorForm(forms.ModelForm):
 
     class Meta:
         model = ApprovalFloor
-        fields = ("scope", "quorum", "exclude_requester", "on_expiry", "require_linked_person")
+        fields = ("scope", "quorum", "exclude_requester", "on_expiry", "require_linked_person", "require_escalation")
 
     def clean_scope(self) -> str:
         return clean_scope(self.cleaned_data["scope"])

@@ -35,6 +35,7 @@ urlpatterns = [
     path("runs/<uuid:pk>/admissions/latest", views.LatestAdmission.as_view(), name="run-admission-latest"),
     path("suspensions", views.SuspensionList.as_view(), name="suspensions"),
     path("suspensions/<uuid:pk>", views.SuspensionDetail.as_view(), name="suspension-detail"),
+    path("suspensions/<uuid:pk>/extend", views.ExtendDeadline.as_view(), name="suspension-extend"),
     path("approvals", views.ApprovalList.as_view(), name="approvals"),
     path("approvals/decide", decisions.DecideMany.as_view(), name="approvals-decide"),
     path("approvals/<uuid:pk>", approvals.ApprovalDetail.as_view(), name="approval"),

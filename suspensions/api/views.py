@@ -20,6 +20,7 @@ from ..filters import AdmissionFilter, RunFilter, SuspensionFilter
 from ..models import Admission, Event, Role, Run, Suspension
 from ..principals import Principal
 from ..wire import requests
+from ..wire import requests_operators as operators
 from ..wire.answers import (
     AdmissionRowOut,
     Answer,
@@ -229,6 +230,23 @@ class SuspensionDetail(APIView):
         if susp is None:
             raise NotFound()
         return Response(SuspensionOut.of(susp).wire())
+
+
+class ExtendDeadline(APIView):
+    """More time for a live pause (docs/api.md, "`POST /suspensions/{id}/extend` — more time"): role operator."""
+
+    @extend_schema(**docs.operation("extend_suspension", request=operators.ExtendDeadline, ok={200: SuspensionOut}))
+    @idempotent
+    def post(self, request: Request, pk: UUID) -> Response:
+        body = parsed(operators.ExtendDeadline, request)
+        extended = services.extend_deadline(
+            principal=principal_of(request),
+            suspension_id=pk,
+            reason=body.reason,
+            seconds=given(body.seconds, None),
+            until=given(body.until, None),
+        )
+        return Response(SuspensionOut.of(extended.suspension).wire())
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("list_approvals", ok={200: SuspensionSummaryOut})))

@@ -20,7 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import replicas, selectors, services, timefmt
 from ..approval_reads import find_approval
@@ -31,7 +31,7 @@ from ..principals import Principal, principal_of
 from ..services.approvals import check_duties
 from . import paging, policy, present, queries
 from .access import staff_required
-from .forms import AGE_CHOICES, EXPIRING_CHOICES, MAX_RESPONSE, MAX_TEXT, DecisionForm
+from .forms import AGE_CHOICES, EXPIRING_CHOICES, EXTEND_CHOICES, MAX_RESPONSE, MAX_TEXT, DecisionForm, ExtendForm
 
 # What an approver reads when their decision did not go through (the service's code -> a sentence).
 LOST = {
@@ -51,7 +51,7 @@ LOST = {
     "arguments_invalid": "The edited arguments do not match the call's schema; nothing was decided.",
 }
 
-INBOX_FILTERS = ("agent_id", "tool", "scope", "tag", "older_than", "expiring_within")
+INBOX_FILTERS = ("agent_id", "tool", "scope", "tag", "older_than", "expiring_within", "at_risk")
 # The inbox says "more than 1,000" rather than count a huge backlog to the last row.
 COUNT_CAP = 1000
 # Where a decision that arrived without a session waits for its approver to sign in again.
@@ -154,6 +154,7 @@ def page_context(
     }
     if susp is not None and body["version"] is not None:
         record = queries.visible_approvals(principal).filter(pk=pk).first()
+        context["extend"] = extend_context(principal, susp, now)
         context["decision"] = {
             **decision_context(principal, susp, body["version"], now),
             **policy_context(principal, record, shown, votes, own, kept, context["unsent"]),
@@ -175,6 +176,13 @@ def pause_context(susp: Any, now: Any) -> dict[str, Any]:
         "expires_at": susp.expires_at,
         "age": present.age(susp.created_at, now),
     }
+
+
+def extend_context(principal: Principal, susp: Any, now: Any) -> dict[str, Any] | None:
+    """The Extend form of a pending approval with a deadline still ahead, for an operator of its scope; else None."""
+    if not principal.can(Role.OPERATOR, susp.scope) or susp.expires_at is None or susp.expires_at <= now:
+        return None
+    return {"choices": EXTEND_CHOICES}
 
 
 def decision_context(principal: Principal, susp: Any, version: dict[str, Any], now: Any) -> dict[str, Any]:
@@ -303,6 +311,38 @@ def _decide(request: HttpRequest, pk: UUID, filters: str, page: str) -> HttpResp
         return redirect(with_query(reverse("console:inbox"), filters))
     messages.success(request, f"{text} Here is the next approval, by deadline.")
     return redirect(with_query(reverse("console:approval", args=[following]), filters))
+
+
+@require_POST
+@staff_required
+def extend(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """An operator gives a pending approval more time, through the API's own service; back to the approval page."""
+    principal = principal_of(request)
+    filters = inbox_query(QueryDict(request.POST.get("filters", "")[:2000]))
+    page = with_query(reverse("console:approval", args=[pk]), filters)
+    if not queries.visible_approvals(principal).filter(pk=pk).exists():
+        raise Http404("approval not found")
+    form = ExtendForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(str(e) for errs in form.errors.values() for e in errs))
+        return redirect(page)
+    try:
+        extended = services.extend_deadline(principal=principal, suspension_id=pk, **form.cleaned_data)
+    except ServiceError as exc:
+        messages.error(request, EXTEND_REFUSED.get(exc.code, exc.detail))
+        return redirect(page)
+    messages.success(request, f"Extended: the deadline is now {timefmt.absolute(extended.deadline)}.")
+    return redirect(page)
+
+
+# Why an extension did not go through (the service's code -> a sentence).
+EXTEND_REFUSED = {
+    "invalid_state": "This approval is no longer waiting, or its deadline has passed: it cannot be extended.",
+    "forbidden": "You do not hold the operator role in this approval's scope.",
+    "separation_of_duties": "You asked for this approval, so you cannot extend it: another operator must.",
+    "person_required": "This approval's floor lets only a person extend it.",
+    "not_found": "This approval no longer exists or is outside your scopes.",
+}
 
 
 def refused_edit(

@@ -55,6 +55,11 @@ class FloorForm(forms.Form):
         label="People only",
         help_text="Only a user, or a token linked to one, may decide: an unlinked token is refused.",
     )
+    require_escalation = forms.BooleanField(
+        required=False,
+        label="Escalation chain required",
+        help_text="A pause without `approval.escalation` steps is refused: someone is asked before the deadline.",
+    )
 
 
 class NewFloorForm(FloorForm):

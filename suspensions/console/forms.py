@@ -19,6 +19,9 @@ EXPIRING_CHOICES = [
     ("86400", "Within 1 day"),
 ]
 
+# (seconds, label) an operator may add to a pending approval's deadline (docs/console.md).
+EXTEND_CHOICES = [("900", "15 minutes"), ("3600", "1 hour"), ("14400", "4 hours"), ("86400", "1 day")]
+
 MAX_TEXT = 4000
 # An answer in words and a call's edited arguments may be longer than a note.
 MAX_RESPONSE = 20_000
@@ -96,3 +99,11 @@ class BulkDecisionForm(forms.Form):
 
     def versions(self) -> list[tuple[UUID, services.Version]]:
         return self.cleaned_data["versions"]  # type: ignore[no-any-return]
+
+
+class ExtendForm(forms.Form):
+    """More time for a pending approval: one of EXTEND_CHOICES, and why (docs/api.md, "`POST /suspensions/{id}/extend`
+    — more time")."""
+
+    seconds = forms.TypedChoiceField(choices=EXTEND_CHOICES, coerce=int)
+    reason = forms.CharField(max_length=1000, strip=True, error_messages={"required": "Say why it needs more time."})

@@ -38,7 +38,24 @@ def words(approval: Mapping[str, Any], own: ApprovalVote | None) -> dict[str, An
         "on_expiry": "escalate" if extend is not None else on_expiry,
         "extend": timefmt.duration(extend) if extend is not None else "",
         "escalate_to": scopes.parent(approval["scope"]),
+        "chain": chain_words(policy.get("escalation") or []),
     }
+
+
+def chain_words(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """An escalation chain's steps as the policy card lists them: when, and whom each asks
+    (docs/policies.md, "Escalation chains")."""
+    rows = []
+    for step in steps:
+        notify = step.get("notify") or {}
+        whom = [
+            f"{label} {', '.join(map(str, notify.get(key) or []))}" for key, label in CHAIN_LABELS if notify.get(key)
+        ]
+        rows.append({"after": timefmt.duration(int(step.get("after_seconds", 0))), "whom": "; ".join(whom)})
+    return rows
+
+
+CHAIN_LABELS = (("scopes", "approvers of"), ("groups", "approvers in group"), ("people", "approvers"))
 
 
 def own_vote(votes: Sequence[ApprovalVote], person: str) -> ApprovalVote | None:

@@ -9,7 +9,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ..models import Admission, ClosureReceipt, Event, ExpiryReceipt, Start, Suspension
+from ..models import Admission, Approval, ClosureReceipt, Event, ExpiryReceipt, Reason, Start, Suspension
 from ..presenters import pretty, pretty_json_text  # noqa: F401 (the templates' helpers, shared with the admin)
 from ..timefmt import ISO_TIME, duration, parse
 from ..wire.answers import AdmissionRowOut, ClosureReceiptOut, ExpiryReceiptOut, StartReceiptOut
@@ -93,7 +93,14 @@ def inbox_row(s: Suspension, now: datetime) -> dict[str, Any]:
         "age": age(s.created_at, now),
         "created_at": s.created_at.isoformat(),
         "deadline": countdown(s.expires_at, now),
+        "at_risk": at_risk(s, now),
     }
+
+
+def at_risk(s: Suspension, now: datetime) -> bool:
+    """An approval pause past 80% of its window, created to deadline (docs/console.md): marked in the inbox."""
+    moment = Approval.at_risk_from(s.created_at, s.expires_at) if s.reason == Reason.APPROVAL else None
+    return moment is not None and moment <= now
 
 
 def message_row(index: int, message: Any) -> dict[str, Any]:

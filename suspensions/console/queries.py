@@ -14,6 +14,7 @@ from django.db.models import Count, F, QuerySet
 from django.db.models.functions import TruncHour
 
 from .. import selectors, timefmt
+from ..filters import at_risk
 from ..models import Admission, AdmissionState, Approval, Reason, Run, RunState, Start, Suspension
 from ..principals import Principal
 from . import chart, present
@@ -137,6 +138,13 @@ def expiring_soon(principal: Principal, now: datetime, limit: int = 8) -> list[d
         }
         for s in rows
     ]
+
+
+def at_risk_count(principal: Principal) -> dict[str, Any]:
+    """Pending approvals in the principal's inbox past 80% of their window, counted up to COUNT_CAP (along the
+    approvals' at-risk partial index), as the page shows it."""
+    found = capped_counts({"at_risk": selectors.pending_approvals(principal).filter(at_risk())})
+    return shown(found["at_risk"])
 
 
 def oldest_pending(principal: Principal, now: datetime) -> dict[str, Any] | None:

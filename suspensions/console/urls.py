@@ -13,6 +13,7 @@ urlpatterns = [
     path("approvals/decide", bulk.decide_many, name="decide_many"),
     path("approvals/<uuid:pk>/", approvals.approval, name="approval"),
     path("approvals/<uuid:pk>/decide", approvals.decide, name="decide"),
+    path("approvals/<uuid:pk>/extend", approvals.extend, name="extend"),
     path("act/", act.resume, name="act_resume"),
     path("act/<str:token>", act.act, name="act"),
     path("runs/", views.runs, name="runs"),

@@ -37,6 +37,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "pauses": queries.pause_counts(principal),
         "expiring": queries.expiring_soon(principal, now),
         "oldest": queries.oldest_pending(principal, now),
+        "at_risk": queries.at_risk_count(principal),
         "chart": queries.activity(principal, now),
         "no_scopes": not principal.superuser and not principal.grants,
     }

@@ -1,6 +1,10 @@
 """The approval record opened with an `approval` pause, its policy, and its votes (docs/api.md, "3. Who may do what";
 docs/policies.md)."""
 
+import json
+from datetime import datetime
+from typing import Any
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
@@ -48,6 +52,9 @@ class Approval(Scoped):
     resolved_at = models.DateTimeField(null=True, blank=True)
     # The one reminder to approvers once 80% of the time to the deadline has passed (docs/notifications.md, "Email").
     reminded_at = models.DateTimeField(null=True, blank=True)
+    # When 80% of its window (created_at to expires_at) has passed: from then on a pending approval is at risk
+    # (docs/console.md; the inbox, the dashboard and the metrics mark it). Moves with the deadline; null: no deadline.
+    at_risk_at = models.DateTimeField(null=True, blank=True)
     # The policy (docs/policies.md); a pause without one gets these defaults, which behave as a plain approval
     # (docs/api.md, "3. Who may do what").
     quorum = models.PositiveSmallIntegerField(default=1)
@@ -61,6 +68,13 @@ class Approval(Scoped):
     require_linked_person = models.BooleanField(default=False)
     floor_scopes = models.CharField(max_length=800, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    # An escalation chain (docs/policies.md, "Escalation chains"): its steps as validated
+    # (`[{after_seconds, notify: {scopes, groups, people}}]`), how many the sweep has run, and when the next one is
+    # due (created_at + its after_seconds; null when none is left).
+    # Canonical JSON text, as `pending` (the claim path reads this row as plain columns); "" without a chain.
+    escalation = models.TextField(blank=True)
+    escalation_step = models.PositiveSmallIntegerField(default=0)
+    next_escalation_at = models.DateTimeField(null=True, blank=True)
     # What was decided: the calls as admitted (final arguments, `edited`, the original's
     # digest) or the approver's answer in words. `pending` keeps what was asked.
     final_calls = models.TextField(blank=True)
@@ -71,6 +85,24 @@ class Approval(Scoped):
             models.CheckConstraint(condition=Q(quorum__gte=1, quorum__lte=5), name="approval_quorum_1_to_5"),
             models.CheckConstraint(condition=Q(on_expiry__in=OnExpiry.values), name="approval_on_expiry_valid"),
         ]
+        indexes = [
+            *Scoped.Meta.indexes,
+            # The sweep's scan for escalation steps now due: only pending approvals with a step left.
+            models.Index(
+                fields=["next_escalation_at"],
+                name="approval_escalation_due",
+                condition=Q(next_escalation_at__isnull=False, status="pending"),
+            ),
+            # The at-risk gauge and filter: pending approvals by the moment 80% of their window passed.
+            models.Index(
+                fields=["at_risk_at"], name="approval_at_risk", condition=Q(at_risk_at__isnull=False, status="pending")
+            ),
+        ]
+
+    @staticmethod
+    def at_risk_from(created_at: datetime, expires_at: datetime | None) -> datetime | None:
+        """The moment 80% of the window from `created_at` to `expires_at` has passed; None without a deadline."""
+        return created_at + (expires_at - created_at) * 4 / 5 if expires_at is not None else None
 
     @property
     def policy(self) -> dict[str, object]:
@@ -78,7 +110,16 @@ class Approval(Scoped):
         on_expiry: object = self.on_expiry
         if self.on_expiry == OnExpiry.ESCALATE:
             on_expiry = {"escalate": {"extend_seconds": self.extend_seconds}}
-        return {"quorum": self.quorum, "exclude_requester": self.exclude_requester, "on_expiry": on_expiry}
+        policy = {"quorum": self.quorum, "exclude_requester": self.exclude_requester, "on_expiry": on_expiry}
+        if self.escalation:  # shown only when the pause has a chain: a plain approval reads as before
+            policy["escalation"] = self.chain
+        return policy
+
+    @property
+    def chain(self) -> list[dict[str, Any]]:
+        """The escalation chain's steps, `[{after_seconds, notify: {scopes, groups, people}}]`; [] without one."""
+        steps = json.loads(self.escalation) if self.escalation else []
+        return steps if isinstance(steps, list) else []
 
     @property
     def floor(self) -> dict[str, object] | None:

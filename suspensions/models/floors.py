@@ -24,6 +24,8 @@ class ApprovalFloor(Scoped):
     # The on_expiry values allowed, a subset of OnExpiry's in their order; every value by default.
     on_expiry = models.JSONField(default=list)
     require_linked_person = models.BooleanField(default=False)
+    # An approval pause here must carry an escalation chain (docs/policies.md, "Escalation chains").
+    require_escalation = models.BooleanField(default=False)
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField()
     updated_by = models.CharField(max_length=200)

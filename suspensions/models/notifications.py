@@ -5,7 +5,7 @@ A Notification is to a person or a channel what a WebhookMessage is to an
 endpoint: written in the outbox fan-out's transaction (or the reminder's
 claim), delivered from Celery outside any transaction, retried on the
 webhooks' schedule, `failed` after the last attempt and kept. The unique
-(approval, channel, recipient, kind) is the dedupe: nobody gets the same
+(approval, channel, recipient, kind, step) is the dedupe: nobody gets the same
 request twice, however often the fan-out or the reminder runs.
 """
 
@@ -96,13 +96,16 @@ class Notification(Scoped):
     last_error = models.CharField(max_length=500, blank=True)
     # A claim's lease: a worker that died mid-send leaves the row due again once it passes.
     leased_until = models.DateTimeField(null=True, blank=True)
+    # An escalation chain's step (its index + 1; docs/policies.md, "Escalation chains"), 0 for everything else:
+    # each step asks its people once, even those an earlier step asked.
+    step = models.PositiveSmallIntegerField(default=0)
     # chat.postMessage's ts: channel (recipient) and ts identify the Slack message to update.
     slack_ts = models.CharField(max_length=64, blank=True)
 
     class Meta(Scoped.Meta):
         constraints = [
             models.UniqueConstraint(
-                fields=["approval_id", "channel", "recipient", "kind"], name="one_notification_per_recipient"
+                fields=["approval_id", "channel", "recipient", "kind", "step"], name="one_notification_per_recipient"
             ),
             models.CheckConstraint(condition=Q(channel__in=NotificationChannel.values), name="notification_channel"),
             models.CheckConstraint(condition=Q(kind__in=NotificationKind.values), name="notification_kind_valid"),

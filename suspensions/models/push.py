@@ -22,6 +22,8 @@ class EventType(models.TextChoices):
     APPROVAL_ESCALATED = "approval.escalated"
     ADMISSION_CREATED = "admission.created"
     SUSPENSION_EXPIRED = "suspension.expired"
+    # An operator gave a live pause more time (docs/api.md, "`POST /suspensions/{id}/extend` — more time").
+    SUSPENSION_DEADLINE_EXTENDED = "suspension.deadline_extended"
     RUN_FINISHED = "run.finished"
     RUN_CLOSED = "run.closed"
     WEBHOOK_TEST = "webhook.test"

@@ -10,7 +10,7 @@ Two kinds:
   already gone. Without it, a registry of this process only: right for
   runserver and the tests, wrong for several processes.
 - gauges read from the database at scrape time (live pauses by reason, the
-  oldest pending approval, the last successful sweep, the webhook backlog),
+  oldest pending approval, the approvals at risk, the last successful sweep, the webhook backlog),
   so they are the same whichever process answers. Each walks a bounded part
   of one index, never the table: bench/metrics_scrape.py shows their plans at
   a million pauses.
@@ -255,6 +255,13 @@ def _database_gauges() -> Iterator[Metric]:
     )
 
     yield GaugeMetricFamily(
+        "suspensions_approvals_at_risk",
+        f"Pending approvals past 80% of their window (created to deadline): exact up to {EXACT_UP_TO}, "
+        "PostgreSQL's planner estimate above.",
+        _approvals_at_risk(),
+    )
+
+    yield GaugeMetricFamily(
         "suspensions_webhook_backlog",
         f"Pending webhook messages: exact up to {EXACT_UP_TO}, PostgreSQL's planner estimate above.",
         _webhook_backlog(),
@@ -283,6 +290,18 @@ def _webhook_backlog() -> int:
     if walked <= EXACT_UP_TO:
         return walked
     plan = json.loads(pending.explain(format="json"))
+    return max(walked, int(plan[0]["Plan"]["Plan Rows"]))
+
+
+def _approvals_at_risk() -> int:
+    """Pending approvals whose `at_risk_at` has passed: a bounded walk of approval_at_risk, as in _live_pauses."""
+    from ..models import Approval, ApprovalStatus
+
+    risky = Approval.objects.filter(status=ApprovalStatus.PENDING, at_risk_at__lte=Now())
+    walked = risky.order_by("at_risk_at").values("suspension_id")[: EXACT_UP_TO + 1].count()
+    if walked <= EXACT_UP_TO:
+        return walked
+    plan = json.loads(risky.explain(format="json"))
     return max(walked, int(plan[0]["Plan"]["Plan Rows"]))
 
 

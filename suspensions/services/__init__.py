@@ -8,6 +8,8 @@ early.py    early results: kept before their pause, and the resume they complete
 callbacks.py callback URLs: T3 by a signed capability instead of a token
 approvals.py T4 approve (votes) and respond, T6 deny, and `decide` for the API and the console
 flows.py    correlation-keyed waits
+deadlines.py more time for a live pause (an operator's extension)
+escalations.py escalation chains' steps, run by the sweep before the deadline
 sweep.py    T9 expiry, the batch form of the claim path
 sql/        the hand-written SQL, in one place: rows.py (the run lock, a transition's writes), expiry.py, push.py
 closure.py  T10 closure
@@ -23,6 +25,7 @@ from .approvals import Decision, Denied, Voted, approve, decide, deny_approval, 
 from .callbacks import callback_token, resume_by_callback  # noqa: F401
 from .claims import Claimed, Version, suspension_digest_of  # noqa: F401
 from .closure import Closed, ClosureRequest, close_run, closure_of  # noqa: F401
+from .deadlines import Extended, extend_deadline  # noqa: F401
 from .early import Kept, keep_early_result  # noqa: F401
 from .flows import Envelope, ParkedWait, park_flow_wait, resume_flow_wait  # noqa: F401
 from .resumes import admit_reply, resume_run, start_admission  # noqa: F401

@@ -75,6 +75,26 @@ def _announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict
         yield EventType.RUN_FINISHED, base
     elif row.kind in ("completed", "failed", "cancelled"):
         yield EventType.RUN_FINISHED, base
+    elif row.kind == "escalated" and "step" in d:
+        # A chain's step (services.escalations); an on_expiry escalation is announced by the sweep's own SQL.
+        step = {"step": d.get("step"), "after_seconds": d.get("after_seconds")}
+        yield (
+            EventType.APPROVAL_ESCALATED,
+            {**base, **pause, "state": RunState.PAUSED.value, "reason": "approval", **step},
+        )
+    elif row.kind == "deadline_extended":
+        moved = {"deadline": d.get("expires_at"), "previous_deadline": d.get("previous_expires_at")}
+        yield (
+            EventType.SUSPENSION_DEADLINE_EXTENDED,
+            {
+                **base,
+                **pause,
+                "state": RunState.PAUSED.value,
+                "reason": d.get("reason"),
+                **moved,
+                "extended_by": row.actor,
+            },
+        )
     elif row.kind == "closed":
         yield EventType.RUN_CLOSED, {**base, **pause, "request_digest": d.get("request_digest")}
 

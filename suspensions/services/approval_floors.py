@@ -28,12 +28,13 @@ from .webhooks import require_operator as require_operator  # the webhooks' rule
 
 log = logging.getLogger("suspensions.floors")
 
-FIELDS = ("quorum", "exclude_requester", "on_expiry", "require_linked_person")
+FIELDS = ("quorum", "exclude_requester", "on_expiry", "require_linked_person", "require_escalation")
 DEFAULTS: dict[str, Any] = {
     "quorum": 1,
     "exclude_requester": True,
     "on_expiry": list(floors.ON_EXPIRY),
     "require_linked_person": False,
+    "require_escalation": False,
 }
 
 
@@ -46,6 +47,7 @@ class _Values:
     exclude_requester: bool
     on_expiry: list[str]
     require_linked_person: bool
+    require_escalation: bool
 
 
 def floor_of(principal: Principal, floor_id: UUID | str, *, lock: bool = False) -> ApprovalFloor:
@@ -61,7 +63,7 @@ def check_values(values: dict[str, Any]) -> dict[str, Any]:
     quorum = values.get("quorum", 1)
     if type(quorum) is not int or not 1 <= quorum <= 5:
         raise InvalidRequest("quorum must be an integer from 1 to 5", errors={"quorum": ["An integer from 1 to 5."]})
-    for name in ("exclude_requester", "require_linked_person"):
+    for name in ("exclude_requester", "require_linked_person", "require_escalation"):
         if type(values.get(name, False)) is not bool:
             raise InvalidRequest(f"{name} must be true or false", errors={name: ["true or false."]})
     on_expiry = values.get("on_expiry", floors.ON_EXPIRY)

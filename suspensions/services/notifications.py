@@ -95,7 +95,11 @@ def write_for_events(events: Sequence[OutboxEvent], now: datetime) -> list[Notif
         if approval is None:
             continue
         if event.type in ASKING and approval.status == ApprovalStatus.PENDING:
-            rows += asking(approval, ASKING[event.type], now, event_id=event.id, event_type=event.type)
+            step = event.data.get("step")
+            if isinstance(step, int) and 0 <= step < len(approval.chain):
+                rows += chain_step(approval, step, now, event_id=event.id, event_type=event.type)
+            else:
+                rows += asking(approval, ASKING[event.type], now, event_id=event.id, event_type=event.type)
         elif event.type in ENDING:
             rows += slack_updates(approval, now, event_id=event.id)
     return insert(rows)
@@ -142,6 +146,42 @@ def asking(
     return rows
 
 
+def chain_step(
+    approval: Approval, step: int, now: datetime, *, event_id: int | None, event_type: str
+) -> list[Notification]:
+    """An escalation chain's step (docs/policies.md, "Escalation chains"): whom its `notify` names, asked once.
+
+    Only approvers of the approval's scope are asked (those holding `approver` in it or above it): a `scopes`
+    entry asks the approvers of that scope (the pause's own or one above it) and adds its notification routes
+    (email, Slack); `groups` and `people` pick approvers by user group and by username. Anyone else named is
+    skipped, never told: a chain cannot reach outside who may decide. The requester is left out as for a request.
+    """
+    notify = approval.chain[step].get("notify", {})
+    approvers = selectors.approvers_covering(approval.scope)
+    picked = Q(pk__in=[])
+    for scope in notify.get("scopes", []):
+        picked |= Q(pk__in=selectors.approvers_covering(scope).values("pk"))
+    if notify.get("groups"):
+        picked |= Q(groups__name__in=notify["groups"])
+    if notify.get("people"):
+        picked |= Q(username__in=notify["people"])
+    people = approvers.filter(picked)
+    excluded = approval.requester_user_id if approval.exclude_requester else None
+    if excluded is not None:
+        people = people.exclude(pk=excluded)
+    made = _made(approval, NotificationKind.ESCALATION, now, event_id, step=step + 1)
+    rows = {user.email.lower(): made(NotificationChannel.EMAIL, user.email, user=user) for user in people.distinct()}
+    excluded_email = _email_of(excluded)
+    routes = {r.id: r for scope in notify.get("scopes", []) for r in routes_for(scope, event_type)}
+    slack = []
+    for route in routes.values():
+        if route.kind == NotificationChannel.EMAIL and route.target.lower() not in (excluded_email, *rows):
+            rows[route.target.lower()] = made(NotificationChannel.EMAIL, route.target, route_id=route.id)
+        elif route.kind == NotificationChannel.SLACK and slack_configured():
+            slack.append(_slack_post(made, route))
+    return [*rows.values(), *slack]
+
+
 def _slack_post(made: Callable[..., Notification], route: NotificationRoute) -> Notification:
     """A Slack route's post; `failed` at once, never sent, once its channel is no longer granted to its scope."""
     row = made(NotificationChannel.SLACK, route.target, route_id=route.id)
@@ -164,9 +204,12 @@ def slack_updates(approval: Approval, now: datetime, *, event_id: int) -> list[N
     return [made(NotificationChannel.SLACK, channel) for channel in channels]
 
 
-def _made(approval: Approval, kind: str, now: datetime, event_id: int | None) -> Callable[..., Notification]:
+def _made(
+    approval: Approval, kind: str, now: datetime, event_id: int | None, step: int = 0
+) -> Callable[..., Notification]:
     def made(channel: str, recipient: str, **fields: Any) -> Notification:
         n = Notification(
+            step=step,
             approval_id=approval.pk,
             run_id=approval.run_id,
             event_id=event_id,

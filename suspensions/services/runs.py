@@ -13,7 +13,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import transaction
 
-from .. import digests, floors, scopes, selectors, tags
+from .. import digests, floors, policies, scopes, selectors, tags
 from ..clock import db_now
 from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
@@ -114,6 +114,12 @@ class Suspend(Door[None, Pausing, Paused]):
 
     def check(self, t: Locked, current: None) -> Pausing:
         """The policy raised to the scope's approval floors, or refused below one (docs/policies.md, "Floors")."""
+        chain = policies.escalation_steps((self.policy or {}).get("escalation") or [])
+        problems = policies.escalation_problems(chain, t.run.scope, self.ttl)
+        if problems:
+            raise InvalidRequest(
+                "the escalation chain does not fit this pause", errors={"approval": {"escalation": problems}}
+            )
         floor = floors.combine(selectors.covering_floors(t.run.scope)) if self.reason == Reason.APPROVAL else None
         applied = floors.apply(floor, self.policy)
         # A flow wait is resumed only through its own door.
@@ -212,9 +218,16 @@ def pause_run(
 
 
 def open_approval(t: Locked, suspension: Suspension, policy: dict[str, Any]) -> None:
-    """The approval request, keeping what was asked and its policy: it outlives the pause (deny, start, expiry)."""
+    """The approval request, keeping what was asked and its policy: it outlives the pause (deny, start, expiry).
+
+    An escalation chain's first step is due `after_seconds` after the pause was stored (docs/policies.md,
+    "Escalation chains").
+    """
+    chain = policy.get("escalation") or []
+    first = suspension.created_at + timedelta(seconds=chain[0]["after_seconds"]) if chain else None
     approval = Approval(
-        **policy,
+        **{**policy, "escalation": digests.canonical(chain).decode("utf-8") if chain else ""},
+        next_escalation_at=first,
         requester_user_id=t.principal.user_id,
         suspension_id=suspension.id,
         run_id=t.run.id,
@@ -224,6 +237,7 @@ def open_approval(t: Locked, suspension: Suspension, policy: dict[str, Any]) -> 
         requested_by=t.principal.name,
         expires_at=suspension.expires_at,
         created_at=suspension.created_at,
+        at_risk_at=Approval.at_risk_from(suspension.created_at, suspension.expires_at),
     )
     approval.stamp_scope(t.run.scope)
     t.writes.insert([approval])

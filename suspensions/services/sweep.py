@@ -15,6 +15,10 @@ included, fanned out by a task enqueued on commit. If that batch write
 fails, each row is retried alone in its own savepoint; a row that still
 fails is logged and stays for the next sweep, and the rest of the batch is
 written.
+
+Before the first batch, a pass runs the escalation chains' due steps
+(services.escalations, the same lock contract): someone is asked before any
+deadline is applied.
 """
 
 import logging
@@ -32,7 +36,7 @@ from django.db import DatabaseError, transaction
 from ..clock import db_now
 from ..models import Run
 from ..observability import logs, metrics
-from . import early, outbox
+from . import early, escalations, outbox
 from .sql.expiry import ADMITTED, ENDING, ESCALATED, ORPHAN, SWEEPER, Due, due_rows, event_kind, write
 
 log = logging.getLogger(__name__)
@@ -61,6 +65,8 @@ class SweepResult:
     left_alone: int = 0
     longest_batch_seconds: float = 0.0
     early_results_dropped: int = 0
+    # Escalation chains' steps run in this pass (services.escalations), before any deadline is applied.
+    escalation_steps: int = 0
 
     def add(self, batch: BatchResult) -> None:
         self.batches += 1
@@ -178,6 +184,8 @@ def expire_suspensions(
     # Early results past their ttl go first, in one statement
     # (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause"): nothing waits on them.
     total = SweepResult(early_results_dropped=early.drop_expired(now or db_now()))
+    # Then the escalation chains' due steps (docs/policies.md, "Escalation chains"): each asks before the deadline.
+    total.escalation_steps = escalations.run_due_steps(batch_size=size, now=now)
     # Rows left alone or failed in this pass are not offered again, so they cannot stall it.
     skipped: set[UUID] = set()
     began = time.monotonic()

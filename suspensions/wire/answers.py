@@ -524,6 +524,9 @@ class PolicyOut(Answer):
     quorum: int
     exclude_requester: bool
     on_expiry: AsGiven[Any] = doc('"expire", "deny", or {"escalate": {"extend_seconds": n}}.')
+    escalation: AsGiven[list[Any]] | MISSING = absent(
+        "The escalation chain's steps `{after_seconds, notify: {scopes, groups, people}}`, when the pause has one."
+    )
 
 
 class FloorAppliedOut(Answer):

@@ -23,6 +23,7 @@ class ApprovalFloorOut(Answer):
     exclude_requester: bool = doc("Separation of duties always applies.")
     on_expiry: list[Literal["expire", "deny", "escalate"]] = doc("The on_expiry values a pause may use.")
     require_linked_person: bool = doc("Only a principal of a person (a user, or a token linked to one) may decide.")
+    require_escalation: bool = doc("An approval pause must carry an escalation chain.")
     created_by: str
     created_at: Moment
     updated_by: str
@@ -37,6 +38,7 @@ class ApprovalFloorOut(Answer):
             exclude_requester=floor.exclude_requester,
             on_expiry=list(floor.on_expiry),
             require_linked_person=floor.require_linked_person,
+            require_escalation=floor.require_escalation,
             created_by=floor.created_by,
             created_at=floor.created_at,
             updated_by=floor.updated_by,

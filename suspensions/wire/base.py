@@ -14,8 +14,10 @@ import base64
 import binascii
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
+from django.utils.dateparse import parse_datetime
 from pydantic import (
     MISSING,
     AfterValidator,
@@ -23,6 +25,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainValidator,
     StringConstraints,
     ValidationError,
     WithJsonSchema,
@@ -30,7 +33,7 @@ from pydantic import (
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from .. import display, strictjson, tags
+from .. import digests, display, strictjson, tags
 from ..strictjson import MAX_SAFE_INTEGER
 
 __all__ = ["MISSING", "Body", "field_errors", "given", "refuse"]
@@ -142,6 +145,26 @@ Tags = Annotated[
     Field(max_length=tags.MAX_TAGS, description="Your labels: " + tags.RULE + " Lists filter on them with `?tag=`."),
     AfterValidator(_tags),
 ]
+
+
+def _aware(value: Any) -> datetime:
+    """RFC 3339 with an explicit offset: a moment sent (a proof's window, an extension's `until`) must not depend on
+    the server's time zone."""
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        refuse("Give an RFC 3339 time with its offset, e.g. 2026-01-01T12:00:00Z.")
+    moment = digests.utc_or_none(parsed)
+    if moment is None:
+        # 0001-01-01T00:00:00+01:00 is a valid RFC 3339 time whose UTC instant falls before year 1.
+        refuse("The time falls outside years 1 to 9999 in UTC.")
+    return moment
+
+
+# A moment, in UTC: a time with its offset, within years 1 to 9999 once in UTC.
+AwareTime = Annotated[datetime, PlainValidator(_aware), WithJsonSchema({"type": "string", "format": "date-time"})]
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,16 @@
 validates the body, writes its refusals (api/views.validated) and is the OpenAPI request schema (api/docs)."""
 
 import re
-from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
-from django.utils.dateparse import parse_datetime
 from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, model_validator
 
-from .. import digests, policies
+from .. import policies
 from ..models import Reason
 from .base import (
     MAX_TTL,
     MISSING,
+    AwareTime,
     Base64,
     Body,
     Count,
@@ -38,6 +37,7 @@ from .base import (
 from .base import (
     Revision as RunRevision,
 )
+from .escalation import CHAIN_HELP, Chain
 
 # The closure request's schema version, and how long an early result may be kept: bounds the services apply too
 # (services/closure.py, services/early.py read them here).
@@ -209,6 +209,7 @@ class ApprovalPolicy(Body):
         MISSING, description="The principal that stored the pause may not decide it. Default true."
     )
     on_expiry: OnExpiry | MISSING = Field(MISSING, description="What the sweep does at the deadline. Default expire.")
+    escalation: Chain | MISSING = Field(MISSING, description=CHAIN_HELP)
 
 
 class Suspend(Body):
@@ -403,24 +404,6 @@ class DecideMany(Body):
 
 
 # -- closure of an uncertain start (docs/api.md, "7.6 Closure of an uncertain start") ----------
-
-
-def _aware(value: Any) -> datetime:
-    """RFC 3339 with an explicit offset: a proof's window must not depend on the server's time zone."""
-    try:
-        parsed = parse_datetime(value) if isinstance(value, str) else None
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
-        refuse("Give an RFC 3339 time with its offset, e.g. 2026-01-01T12:00:00Z.")
-    moment = digests.utc_or_none(parsed)
-    if moment is None:
-        # 0001-01-01T00:00:00+01:00 is a valid RFC 3339 time whose UTC instant falls before year 1.
-        refuse("The time falls outside years 1 to 9999 in UTC.")
-    return moment
-
-
-AwareTime = Annotated[datetime, PlainValidator(_aware), WithJsonSchema({"type": "string", "format": "date-time"})]
 
 
 def _sha256(value: str) -> str:

@@ -1,12 +1,13 @@
 """The request bodies of the operators' routes: webhooks (docs/api.md, "7.8 Webhooks"), notification routes
-(docs/notifications.md, "Routes") and approval floors (docs/policies.md, "Floors"), each declared once."""
+(docs/notifications.md, "Routes"), approval floors (docs/policies.md, "Floors") and more time for a pause
+(docs/api.md, "`POST /suspensions/{id}/extend` — more time"), each declared once."""
 
-from typing import Annotated
+from typing import Annotated, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..models import ROUTE_EVENT_TYPES, WEBHOOK_EVENT_TYPES, NotificationChannel, WebhookFormat
-from .base import MISSING, Body, Kept, OneOf, Text, Trimmed
+from .base import MAX_TTL, MISSING, AwareTime, Body, Kept, OneOf, Shown, Text, Trimmed, refuse
 
 Scope = Annotated[Text, Field(max_length=192)]
 SCOPE_HELP = "May be left out by an operator in exactly one scope."
@@ -57,9 +58,37 @@ class UpdateApprovalFloor(Body):
     require_linked_person: bool | MISSING = Field(
         MISSING, description="Only a principal of a person (a user, or a token linked to one) may decide."
     )
+    require_escalation: bool | MISSING = Field(
+        MISSING, description="An approval pause must carry an escalation chain (`approval.escalation`)."
+    )
 
 
 class CreateApprovalFloor(UpdateApprovalFloor):
-    """A new floor; defaults: quorum 1, exclude_requester true, every on_expiry, require_linked_person false."""
+    """A new floor; defaults: quorum 1, exclude_requester true, every on_expiry, require_linked_person and
+    require_escalation false."""
 
     scope: Scope | MISSING = Field(MISSING, description=SCOPE_HELP)
+
+
+class ExtendDeadline(Body):
+    """More time for a live pause: `seconds` or `until`, and why."""
+
+    seconds: Annotated[int, Field(ge=1, le=MAX_TTL)] | MISSING = Field(
+        MISSING,
+        description="Added to the current deadline. Exactly one of seconds and until; a retry adds again unless it "
+        "sends the same Idempotency-Key.",
+    )
+    until: AwareTime | MISSING = Field(
+        MISSING,
+        description="The new deadline, RFC 3339 with its offset, later than the current one. The same until again "
+        "answers the pause as it is (200) and writes nothing.",
+    )
+    reason: Annotated[Shown, Field(max_length=1000)] = Field(
+        description="Why the pause gets more time; kept on the `deadline_extended` event."
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> Self:
+        if (self.seconds is MISSING) == (self.until is MISSING):
+            refuse("Give exactly one of seconds and until.", "seconds")
+        return self

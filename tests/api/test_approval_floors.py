@@ -299,9 +299,12 @@ def test_the_issues_unlinked_second_token_of_the_same_person_is_refused_under_a_
 
 
 class Row:
-    def __init__(self, scope, quorum=1, exclude_requester=False, on_expiry=(), require_linked_person=False):
+    def __init__(
+        self, scope, quorum=1, exclude_requester=False, on_expiry=(), require_linked_person=False, chain=False
+    ):
         self.scope, self.quorum, self.exclude_requester = scope, quorum, exclude_requester
         self.on_expiry, self.require_linked_person = list(on_expiry), require_linked_person
+        self.require_escalation = chain
 
 
 def test_combine_takes_the_strictest_value_of_each_field():

@@ -88,6 +88,18 @@ SUITE: dict[type[base.Body], list[dict[str, Any]]] = {
             "tags": ["team:billing"],
         },
         {"revision": 1, "reason": "agent_reply", "pending": [call(reply_with="q1")], "continuation": continuation()},
+        {
+            "revision": 1,
+            "reason": "approval",
+            "pending": [call()],
+            "continuation": continuation(),
+            "approval": {
+                "escalation": [
+                    {"after_seconds": 60, "notify": {"people": ["ann"]}},
+                    {"after_seconds": 600, "notify": {"scopes": ["acme"], "groups": ["leads"]}},
+                ]
+            },
+        },
     ],
     requests.Resume: [
         {"version": VERSION, "results": [{"call_id": "c1", "error": "boom"}, {"call_id": "c2", "content": None}]},
@@ -101,6 +113,10 @@ SUITE: dict[type[base.Body], list[dict[str, Any]]] = {
     requests.Admit: [{"version": VERSION, "input": "{}", "reply_with": "q1"}],
     requests_flows.DispatchResumeIn: [{"tenant": "acme", "env": "prod", "correlation_id": "c", "output": None}],
     requests_operators.CreateWebhook: [{"url": "https://hooks.example.com", "event_types": ["approval.requested"]}],
+    requests_operators.ExtendDeadline: [
+        {"seconds": 3600, "reason": "the approver is out until noon"},
+        {"until": "2030-01-01T12:00:00+02:00", "reason": "after the board meets"},
+    ],
 }
 
 
@@ -195,6 +211,7 @@ def test_a_body_a_few_changes_away_is_accepted_or_refused_naming_its_fields(data
 
 
 GOOD = SUITE[requests.Suspend][0]
+STEP = {"after_seconds": 60, "notify": {"people": ["ann"]}}
 REFUSED_SUSPENDS = {
     "duplicate ids": ({**GOOD, "reason": "approval", "pending": [call(), call()]}, {"pending": ["unique"]}),
     "an unknown key is reported alone": ({**GOOD, "pending": [call(" c1")], "extra": 1}, {"extra": ["Unknown"]}),
@@ -239,6 +256,18 @@ REFUSED_SUSPENDS = {
     "a bad tag": ({**GOOD, "tags": ["Bad Tag"]}, {"tags": ["a-z"]}),
     "a blank tag": ({**GOOD, "tags": [""]}, {"tags": {"0": ["blank"]}}),
     "the body not an object": ([1], {"non_field_errors": ["object"]}),
+    "escalation steps out of order": (
+        {**GOOD, "reason": "approval", "approval": {"escalation": [STEP, STEP]}},
+        {"approval": {"escalation": {"1": {"after_seconds": ["greater than the step before"]}}}},
+    ),
+    "an escalation step asking nobody": (
+        {**GOOD, "reason": "approval", "approval": {"escalation": [{**STEP, "notify": {"groups": []}}]}},
+        {"approval": {"escalation": {"0": {"notify": ["at least one"]}}}},
+    ),
+    "an escalation step naming a bad scope": (
+        {**GOOD, "reason": "approval", "approval": {"escalation": [{**STEP, "notify": {"scopes": ["a b"]}}]}},
+        {"approval": {"escalation": {"0": {"notify": {"scopes": ["Not a valid scope"]}}}}},
+    ),
 }
 
 
@@ -255,6 +284,21 @@ def assert_matches(found: Any, wanted: Any) -> None:
 @pytest.mark.parametrize("body, wanted", REFUSED_SUSPENDS.values(), ids=REFUSED_SUSPENDS.keys())
 def test_each_rule_of_the_pause_refuses_at_its_field(body, wanted):
     assert_matches(errors(requests.Suspend, body), wanted)
+
+
+@pytest.mark.parametrize(
+    "body, wanted",
+    [
+        ({"reason": "r"}, {"seconds": ["exactly one"]}),
+        ({"seconds": 60, "until": "2030-01-01T00:00:00Z", "reason": "r"}, {"seconds": ["exactly one"]}),
+        ({"until": "2030-01-01T00:00:00", "reason": "r"}, {"until": ["offset"]}),
+        ({"until": "0001-01-01T00:00:00+01:00", "reason": "r"}, {"until": ["years 1 to 9999"]}),
+        ({"seconds": 60, "reason": "  "}, {"reason": ["blank"]}),
+        ({"seconds": True, "reason": "r"}, {"seconds": [""]}),
+    ],
+)
+def test_an_extension_is_seconds_or_until_with_a_reason(body, wanted):
+    assert_matches(errors(requests_operators.ExtendDeadline, body), wanted)
 
 
 def test_strings_are_trimmed_where_they_were_and_kept_where_they_are_key_material():

@@ -140,6 +140,7 @@ KEYED = {
     "create_notification_route",
     "disable_notification_route",
     "enable_notification_route",
+    "extend_suspension",
 }
 
 
@@ -358,6 +359,7 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "cancel_run": World.paused,
     "list_suspensions": World.paused,
     "get_suspension": World.paused,
+    "extend_suspension": World.paused,
     "list_approvals": lambda w: w.paused(v.SUSPEND_APPROVAL),
     "get_approval": lambda w: w.paused(v.SUSPEND_APPROVAL),
     "decide_approval": lambda w: w.paused(v.SUSPEND_APPROVAL),

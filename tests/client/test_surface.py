@@ -26,6 +26,7 @@ METHODS = {
     "run-admission-latest": ["latest_admission", "wait_for_admission"],
     "suspensions": ["list_suspensions"],
     "suspension-detail": ["get_suspension"],
+    "suspension-extend": ["extend_suspension"],
     "approvals": ["list_approvals"],
     "approval": ["get_approval"],
     "approval-decide": ["decide"],

@@ -663,3 +663,19 @@ def test_no_line_of_the_configured_handler_holds_an_email_link_or_a_callback_tok
         "/console/act/<redacted>",
         "/api/v1/callbacks/<redacted>",
     ]
+
+
+def test_approvals_past_80_percent_of_their_window_are_counted_at_risk(engine, monkeypatch):
+    from suspensions.models import Approval
+
+    young, old, decided = (pause(engine, reason="approval", ttl_seconds=1000) for _ in range(3))
+    pause(engine, reason="approval", ttl_seconds=0)  # no deadline: never at risk
+    record = Approval.objects.get(pk=young["id"])
+    assert record.at_risk_at == record.created_at + timedelta(seconds=800)
+    now = db_now()
+    for s in (old, decided):  # 900 of their 1000 seconds gone
+        Approval.objects.filter(pk=s["id"]).update(created_at=now - timedelta(seconds=900), at_risk_at=now)
+    Approval.objects.filter(pk=decided["id"]).update(status="denied")
+    assert value(scrape(), "suspensions_approvals_at_risk") == 1
+    monkeypatch.setattr(metrics, "EXACT_UP_TO", 0)  # past the bound: the planner's estimate, never below the walk
+    assert value(scrape(), "suspensions_approvals_at_risk") >= 1

@@ -177,6 +177,26 @@ OPERATIONS = {
         "(404); its run and events remain.",
         errors={404: ("not_found",)},
     ),
+    "extend_suspension": Doc(
+        tag="runs",
+        role="operator",
+        summary="Give a live pause more time",
+        description="Moves the pause's deadline later: by `seconds` from the current deadline, or to `until` "
+        "(RFC 3339 with an offset); exactly one, with a `reason`. The revision does not change, so every "
+        "version held stays valid. The deadline may be at most ten years from now; an approval's duties apply "
+        "(its requester may not extend it under `exclude_requester`; only a person under a floor's "
+        "`require_linked_person`). Writes a `deadline_extended` event and announces "
+        "`suspension.deadline_extended`. A pause no longer live, without a deadline or past it is "
+        "`409 invalid_state`. The same `until` again answers the pause as it is; send an Idempotency-Key "
+        "to retry `seconds` safely.",
+        errors={
+            400: ("invalid_request",),
+            403: ("forbidden", "separation_of_duties", "person_required"),
+            404: ("not_found",),
+            409: ("invalid_state",),
+            413: ("request_too_large",),
+        },
+    ),
 }
 
 STALE_REVISION = refusal(
@@ -300,6 +320,10 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
     ],
     "list_suspensions": [answer("a page", v.pause_row(), 200)],
     "get_suspension": [answer("a pause", v.pause(), 200)],
+    "extend_suspension": [
+        ex("an hour more", {"seconds": 3600, "reason": "the approver is out until noon"}),
+        answer("extended", {**v.pause(), "run_revision": 2, "run_state": "paused"}, 200),
+    ],
 }
 
 # Refusals shown under their status (problem+json), beside the codes the status lists.

@@ -300,6 +300,7 @@ def floor(**fields: Any) -> dict[str, Any]:
         "exclude_requester": True,
         "on_expiry": ["expire", "deny"],
         "require_linked_person": True,
+        "require_escalation": False,
         "created_by": OPERATOR,
         "created_at": AT,
         "updated_by": OPERATOR,

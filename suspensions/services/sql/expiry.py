@@ -279,7 +279,8 @@ def _escalate(rows: list[Due], now: datetime) -> list[Statement]:
             [batch],
         ),
         (
-            f"UPDATE {APPROVAL} SET expires_at = v.deadline, escalated_at = %s, reminded_at = NULL "
+            f"UPDATE {APPROVAL} SET expires_at = v.deadline, escalated_at = %s, reminded_at = NULL, "
+            f"at_risk_at = {APPROVAL}.created_at + (v.deadline - {APPROVAL}.created_at) * 0.8 "
             f"FROM {_rows('id uuid, deadline timestamptz')} WHERE {APPROVAL}.suspension_id = v.id",
             [_stamp(now), batch],
         ),

@@ -69,6 +69,7 @@ class SuspensionFilters(TypedDict, total=False):
     reply_with: str
     expiring_within: int
     older_than: int
+    at_risk: bool
     cursor: str
     page_size: int
 
@@ -102,6 +103,8 @@ def query(**params: Any) -> dict[str, str | list[str]]:
             continue
         if isinstance(value, (list, tuple)):
             out[key] = [str(item) for item in value]
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
         else:
             out[key] = value.isoformat() if isinstance(value, datetime) else str(value)
     return out

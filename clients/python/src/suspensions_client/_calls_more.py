@@ -17,7 +17,7 @@ from typing import Any
 from ._calls import VersionRef, compact, of, page_of, query, version_of
 from ._transport import Call, keyed, segment
 from .claims import Claimed
-from .models import Page
+from .models import Page, Suspension
 from .records import (
     AgentReplyRuns,
     Approval,
@@ -34,6 +34,24 @@ from .records import (
 def get_approval(suspension_id: str) -> Call[Approval]:
     """One approval, pending or decided, with what was asked (approver or auditor)."""
     return Call("GET", f"/approvals/{segment(suspension_id)}", of(Approval.from_json))
+
+
+def extend_suspension(
+    suspension_id: str,
+    *,
+    reason: str,
+    seconds: int | None = None,
+    until: datetime | str | None = None,
+    idempotency_key: str | None = None,
+) -> Call[Suspension]:
+    """More time for a live pause (operator): its deadline `seconds` later, or at `until`; exactly one, and why.
+
+    Sent with an `Idempotency-Key`, so a resend after a lost answer does not extend twice.
+    """
+    moment = until.isoformat() if isinstance(until, datetime) else until
+    body = compact(seconds=seconds, until=moment, reason=reason)
+    path = f"/suspensions/{segment(suspension_id)}/extend"
+    return keyed("POST", path, of(Suspension.from_json), body, idempotency_key=idempotency_key)
 
 
 # -- receipts and closures ------------------------------------------------------------------
@@ -213,6 +231,7 @@ def create_approval_floor(
     exclude_requester: bool | None = None,
     on_expiry: Sequence[str] | None = None,
     require_linked_person: bool | None = None,
+    require_escalation: bool | None = None,
     idempotency_key: str | None = None,
 ) -> Call[ApprovalFloor]:
     """A new approval floor on `scope` (one per scope); fields left out take their defaults.
@@ -225,6 +244,7 @@ def create_approval_floor(
         exclude_requester=exclude_requester,
         on_expiry=list(on_expiry) if on_expiry is not None else None,
         require_linked_person=require_linked_person,
+        require_escalation=require_escalation,
     )
     return keyed("POST", "/approval-floors", of(ApprovalFloor.from_json), body, idempotency_key=idempotency_key)
 
@@ -247,6 +267,7 @@ def update_approval_floor(
     exclude_requester: bool | None = None,
     on_expiry: Sequence[str] | None = None,
     require_linked_person: bool | None = None,
+    require_escalation: bool | None = None,
 ) -> Call[ApprovalFloor]:
     """Change the fields given (the scope stays); the same change again changes nothing."""
     body = compact(
@@ -254,6 +275,7 @@ def update_approval_floor(
         exclude_requester=exclude_requester,
         on_expiry=list(on_expiry) if on_expiry is not None else None,
         require_linked_person=require_linked_person,
+        require_escalation=require_escalation,
     )
     return Call("PATCH", f"/approval-floors/{segment(floor_id)}", of(ApprovalFloor.from_json), body)
 

@@ -68,6 +68,7 @@ class Endpoints:
     # suspensions and approvals
     list_suspensions = Op(calls.list_suspensions)
     get_suspension = Op(calls.get_suspension)
+    extend_suspension = Op(more.extend_suspension)
     list_approvals = Op(calls.list_approvals)
     get_approval = Op(more.get_approval)
     decide = Op(calls.decide)

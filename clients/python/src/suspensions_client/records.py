@@ -233,6 +233,7 @@ class ApprovalFloor:
     exclude_requester: bool
     on_expiry: list[str]
     require_linked_person: bool
+    require_escalation: bool
     created_by: str
     created_at: datetime
     updated_by: str
@@ -248,6 +249,7 @@ class ApprovalFloor:
             exclude_requester=data["exclude_requester"],
             on_expiry=list(data["on_expiry"]),
             require_linked_person=data["require_linked_person"],
+            require_escalation=data.get("require_escalation", False),
             created_by=data["created_by"],
             created_at=at(data["created_at"]),
             updated_by=data["updated_by"],
