@@ -31,7 +31,7 @@ from .. import display, email_links, notify, services
 from ..exceptions import SeparationOfDuties, ServiceError
 from ..models import Approval, ApprovalStatus, ApprovalVote, Role, Run, Suspension
 from ..principals import Principal, for_user
-from ..services.approvals import check_duties
+from ..services.approval_checks import check_duties
 from .approvals import LOST, outcome
 from .forms import MAX_TEXT
 

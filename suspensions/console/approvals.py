@@ -28,7 +28,7 @@ from ..exceptions import ArgumentsInvalid, Forbidden, NotFound, SeparationOfDuti
 from ..filters import InboxFilter
 from ..models import Approval, ApprovalStatus, ApprovalVote, Role
 from ..principals import Principal, principal_of
-from ..services.approvals import check_duties
+from ..services.approval_checks import check_duties
 from . import paging, policy, present, queries
 from .access import staff_required
 from .forms import AGE_CHOICES, EXPIRING_CHOICES, EXTEND_CHOICES, MAX_RESPONSE, MAX_TEXT, DecisionForm, ExtendForm

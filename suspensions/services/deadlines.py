@@ -20,7 +20,7 @@ from .. import digests, selectors
 from ..exceptions import InvalidRequest, InvalidState, NotFound
 from ..models import Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
-from .approvals import check_duties
+from .approval_checks import check_duties
 from .claiming import Door, Replay, through
 from .claims import Locked, event, write_events
 

@@ -10,8 +10,8 @@ import pytest
 from suspensions import services
 from suspensions.exceptions import InvalidRequest, SeparationOfDuties, SuspensionExpired, VoteMismatch
 from suspensions.models import Approval, ApprovalVote, Event, Run, RunState, Suspension
-from suspensions.services.approvals import Vote
 from suspensions.services.claims import Version
+from suspensions.services.votes import Vote
 from tests.factories import ApprovalPauseFactory, principal
 
 pytestmark = pytest.mark.django_db
