@@ -43,6 +43,7 @@ from ..wire.answers import ApprovalOut
 from . import a2a_card, views
 from .a2a_tasks import task_of
 from .authentication import BearerTokenAuthentication
+from .decisions import paths
 
 JSON = "application/json"
 
@@ -52,8 +53,10 @@ def refusal(error: ServiceError) -> errors.A2AError:
     keeps the REST API's code and status in its data."""
     if isinstance(error, NotFound):
         return errors.TaskNotFoundError()
-    data = {"code": error.code, "status": str(error.status)}
-    if isinstance(error, InvalidRequest):  # the body's fault: its params
+    data: dict[str, Any] = {"code": error.code, "status": str(error.status)}
+    if isinstance(error, InvalidRequest):  # the body's fault: its params, each field named as the SDK names them
+        faults = paths(error.extra.get("errors", {}))
+        data["errors"] = [{"field": field, "message": " ".join(said)} for field, said in faults.items()]
         return errors.InvalidParamsError(message=error.detail, data=data)
     return errors.InvalidRequestError(message=error.detail, data=data)
 
