@@ -189,9 +189,11 @@ dispatcher = JsonRpcDispatcher(PauseHandler(), context_builder=CallerContext(), 
 
 def starlette_request(request: HttpRequest, body: bytes, principal: Principal) -> StarletteRequest:
     """The Django request as the dispatcher reads it: its headers and body, and the caller."""
-    headers = [(k.lower().encode("latin-1", "replace"), v.encode("latin-1", "replace")) for k, v in request.headers.items()]
-    scope = {"type": "http", "method": "POST", "path": request.path, "headers": headers, "query_string": b""}
-    scope["principal"] = principal
+    headers = [
+        (k.lower().encode("latin-1", "replace"), v.encode("latin-1", "replace")) for k, v in request.headers.items()
+    ]
+    scope: dict[str, Any] = {"type": "http", "method": "POST", "path": request.path, "headers": headers}
+    scope |= {"query_string": b"", "principal": principal}
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": body, "more_body": False}

@@ -49,7 +49,7 @@ def card(request: HttpRequest) -> dict[str, Any]:
     found = AgentCard(
         name="suspensions",
         description="Holds paused AI-agent runs and resumes each one exactly once; answer a pause here.",
-        version=settings.SPECTACULAR_SETTINGS["VERSION"],
+        version=str(settings.SPECTACULAR_SETTINGS["VERSION"]),
         supported_interfaces=[
             AgentInterface(url=endpoint_url(request), protocol_binding="JSONRPC", protocol_version="1.0")
         ],

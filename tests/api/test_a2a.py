@@ -190,5 +190,6 @@ def test_without_a_token_it_is_the_apis_401_and_get_is_not_allowed():
 @pytest.mark.django_db
 def test_a_v0_3_client_reads_the_task_by_its_method_names_too():
     record = approval_pause()
-    answer_03 = rpc(secret(), {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": str(record.pk)}}, version="0.3")
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": str(record.pk)}}
+    answer_03 = rpc(secret(), request, version="0.3")
     assert answer_03["result"]["status"]["state"] == "input-required"
