@@ -80,7 +80,9 @@ def pause_revision(principal: Principal, found: ApprovalOut) -> int:
     suspended = selectors.events(principal).filter(
         run_id=found.run_id, kind="suspended", data__suspension_id=str(found.suspension_id)
     )
-    return suspended.values_list("revision", flat=True).first() or 0
+    # Events are never deleted; were it missing, 1 matches no claim, and the claim path answers a decided pause's
+    # refusal rather than this module a made-up one.
+    return suspended.values_list("revision", flat=True).first() or 1
 
 
 def decision_of(message: Message) -> requests.A2ADecision:

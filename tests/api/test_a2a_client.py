@@ -13,6 +13,7 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 from a2a.utils.errors import A2AError
+from django.db import connection
 from google.protobuf import json_format, struct_pb2
 
 from suspensions.models import Admission, Approval, Event, Run
@@ -74,6 +75,14 @@ def trail(record: Approval) -> dict[str, Any]:
     }
 
 
+def trail_in_thread(record: Approval) -> dict[str, Any]:
+    """`trail` from a worker thread, which closes the connection it opened."""
+    try:
+        return trail(record)
+    finally:
+        connection.close()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_a2a_client_answers_a_pause_once_and_its_replay_changes_nothing(server):
     record = approval_pause(scope="acme/support")
@@ -85,9 +94,9 @@ def test_an_a2a_client_answers_a_pause_once_and_its_replay_changes_nothing(serve
         seen: dict[str, Any] = {"card": card}
         seen["waiting"] = await client.get_task(GetTaskRequest(id=task_id))
         seen["answered"] = await sent(client, answer(task_id, "m-1", decision="approve", note="Looks right."))
-        seen["after_one"] = await asyncio.to_thread(trail, record)
+        seen["after_one"] = await asyncio.to_thread(trail_in_thread, record)
         seen["replayed"] = await sent(client, answer(task_id, "m-1", decision="approve", note="Looks right."))
-        seen["after_replay"] = await asyncio.to_thread(trail, record)
+        seen["after_replay"] = await asyncio.to_thread(trail_in_thread, record)
         with pytest.raises(A2AError) as conflict:
             await sent(client, answer(task_id, "m-2", decision="deny", reason="Wrong account."))
         seen["conflict"] = conflict.value
@@ -120,3 +129,40 @@ def test_an_a2a_client_answers_a_pause_once_and_its_replay_changes_nothing(serve
     assert seen["conflict"].data == {"code": "not_suspended", "status": "409"}
     assert trail(record) == after
     assert Approval.objects.get(pk=record.pk).status == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_agents_answering_one_pause_at_once_one_claim_wins_and_the_other_is_refused(server):
+    """Real concurrent connections to the real server: approve and deny race; exactly one is written."""
+    record = approval_pause(scope="acme/support")
+    task_id = str(record.suspension_id)
+    alice = create_token(scope="acme", roles=("approver",), name="alice")[1]
+    bob = create_token(scope="acme", roles=("approver",), name="bob")[1]
+    paused = trail(record)
+
+    async def one(secret: str, decision: dict[str, Any]) -> Any:
+        async def work(client: Any, card: Any) -> Any:
+            try:
+                return await sent(client, answer(task_id, f"m-{secret[-6:]}", **decision))
+            except A2AError as refused:
+                return refused
+
+        return await session(server, secret, work)
+
+    async def race() -> list[Any]:
+        approve = one(alice, {"decision": "approve"})
+        deny = one(bob, {"decision": "deny", "reason": "No."})
+        return list(await asyncio.gather(approve, deny))
+
+    outcomes = asyncio.run(race())
+    refused = [o for o in outcomes if isinstance(o, A2AError)]
+    won = [o for o in outcomes if not isinstance(o, A2AError)]
+    assert len(won) == 1 and len(refused) == 1, outcomes
+    assert refused[0].data["code"] in ("not_suspended", "admission_conflict")
+    after = trail(record)
+    assert len(after["events"]) == len(paused["events"]) + 1  # one claim: admitted, or denied
+    assert after["run"][1] == paused["run"][1] + 1
+    status = Approval.objects.get(pk=record.pk).status
+    assert (status, after["admissions"]) in (("approved", 1), ("denied", 0))
+    expected = TaskState.TASK_STATE_WORKING if status == "approved" else TaskState.TASK_STATE_REJECTED
+    assert won[0].status.state == expected
