@@ -103,6 +103,8 @@ def decide(principal: Principal, message: Message) -> Task:
     if not message.task_id:
         raise errors.InvalidParamsError(message="Name the task (the pause) the message answers: message.taskId.")
     found = approval(principal, message.task_id)
+    if message.context_id and message.context_id != str(found.run_id):
+        raise errors.InvalidParamsError(message="message.contextId is not the task's context (its run's id).")
     decision = decision_of(message)
     version = {
         "run_id": str(found.run_id),

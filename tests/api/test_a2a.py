@@ -157,6 +157,9 @@ def test_a_message_without_one_data_part_or_without_a_task_is_refused_and_writes
     assert error_code(call(token, "SendMessage", text_only)) == INVALID_PARAMS
     no_task = answer("", {"decision": "approve"})
     assert error_code(call(token, "SendMessage", no_task)) == INVALID_PARAMS
+    elsewhere = answer(task_id, {"decision": "approve"})
+    elsewhere["message"]["contextId"] = str(uuid.uuid4())
+    assert error_code(call(token, "SendMessage", elsewhere)) == INVALID_PARAMS
     assert snapshot() == before
 
 
