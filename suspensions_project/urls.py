@@ -4,6 +4,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from suspensions import health
+from suspensions.api import a2a
 from suspensions.api.errors import unknown_api_path
 from suspensions.observability import views as observability_views
 from suspensions.slack.interactions import interactions as slack_interactions
@@ -20,6 +21,9 @@ urlpatterns = [
     # Any other /api/ path (an unknown route, a malformed id) is a problem+json 404,
     # with DEBUG on too, where Django would answer its HTML page instead of handler404.
     re_path(r"^api/", unknown_api_path),
+    # A2A (docs/api.md, "A2A"): the Agent Card where A2A clients look for it, and the JSON-RPC endpoint it names.
+    path(".well-known/agent-card.json", a2a.agent_card, name="a2a-card"),
+    path("a2a/", a2a.endpoint, name="a2a"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", observability_views.metrics, name="metrics"),

@@ -438,3 +438,42 @@ class Close(Body):
         if self.expires_at <= self.observed_at:
             refuse("Must be after observed_at.", "expires_at")
         return self
+
+
+class A2ADecision(Body):
+    """The data part of an A2A message that answers an approval task (docs/api.md, "A2A"): a decide's body without
+    its `version`, which the task names; `note` and `edits` are an approve's `reason` and `calls`."""
+
+    decision: Literal["approve", "deny", "respond"] = Field(description="As a decide's `decision`.")
+    note: Annotated[Trimmed, Field(max_length=10000)] | MISSING = Field(
+        MISSING, description="approve or respond: the approver's note."
+    )
+    reason: Annotated[Trimmed, Field(max_length=10000)] | MISSING = Field(
+        MISSING, description="deny: why; required, and not blank."
+    )
+    edits: Annotated[list[EditedCall], Field(max_length=1000)] | MISSING = Field(
+        MISSING, description="approve: edited arguments of editable calls."
+    )
+    response: Annotated[Kept, Field(max_length=100_000)] | MISSING = Field(
+        MISSING, description="respond: the answer the run resumes with."
+    )
+
+    @model_validator(mode="after")
+    def _fits_the_decision(self) -> Self:
+        if self.decision == "deny" and self.note is not MISSING:
+            refuse("A denial gives its reason in `reason`.", "note")
+        if self.decision != "deny" and self.reason is not MISSING:
+            refuse("Only a denial carries a reason; an approve or respond has a `note`.", "reason")
+        return self
+
+    def decide(self, version: dict[str, Any]) -> dict[str, Any]:
+        """The decide body it stands for, to be validated as one (`Decide`): the same refusals as the REST API's."""
+        body: dict[str, Any] = {"version": version, "decision": self.decision}
+        note = self.reason if self.decision == "deny" else self.note
+        if note is not MISSING:
+            body["reason"] = note
+        if self.response is not MISSING:
+            body["response"] = self.response
+        if self.edits is not MISSING:
+            body["calls"] = [e.model_dump() for e in self.edits]
+        return body
