@@ -128,9 +128,9 @@ APPROVAL_ROWS = """
 INSERT INTO suspensions_approval (suspension_id, run_id, scope, scope_l1, scope_l2, scope_l3, status, decided_by,
                                   note, created_at, agent_id, pending, requested_by, quorum, exclude_requester,
                                   on_expiry, final_calls, response, expires_at, floor_scopes, require_linked_person,
-                                  tags)
+                                  tags, escalation, escalation_step)
 SELECT s.id, s.run_id, s.scope, s.scope_l1, '', '', 'pending', '', '', s.created_at, r.agent_id, s.pending,
-       'token:engine', 1, false, 'expire', '', '', s.expires_at, '', false, '{}'
+       'token:engine', 1, false, 'expire', '', '', s.expires_at, '', false, '{}', '', 0
 FROM suspensions_suspension s JOIN suspensions_run r ON r.id = s.run_id
 WHERE s.reason = 'approval'
 """
