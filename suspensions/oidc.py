@@ -1,4 +1,4 @@
-"""Single sign-on by OpenID Connect (docs/identity.md): mozilla-django-oidc's flow, with the provider found by discovery.
+"""Single sign-on by OpenID Connect (docs/identity.md): mozilla-django-oidc's flow, the provider found by discovery.
 
 mozilla-django-oidc runs the authorization code flow with PKCE, state and
 nonce, and checks the id_token's signature against the provider's JWKS. Here:
@@ -266,15 +266,16 @@ def _due(request: HttpRequest) -> bool:
 
 
 def _recheck(request: HttpRequest) -> None:
-    user = request.user
+    user: Any = request.user  # signed in (_due checked it)
     backend = ProviderBackend()
     try:
         claims = backend.recheck(request)
         with transaction.atomic():
-            OidcIdentity.objects.filter(user=user, issuer=settings.OIDC_ISSUER, sub=claims["sub"]).update(
+            OidcIdentity.objects.filter(user_id=user.pk, issuer=settings.OIDC_ISSUER, sub=claims["sub"]).update(
                 groups=groups_of(claims), last_seen_at=timezone.now()
             )
-            sync_roles(user, groups_of(claims), cause=f"oidc re-check {settings.OIDC_ISSUER} {claims['sub']}", by="oidc")
+            cause = f"oidc re-check {settings.OIDC_ISSUER} {claims['sub']}"
+            sync_roles(user, groups_of(claims), cause=cause[:500], by="oidc")
     except (SuspiciousOperation, requests.RequestException, ValueError, KeyError) as exc:
         log.warning("session of %s ended: the provider's re-check failed: %s", user, exc)
         auth.logout(request)

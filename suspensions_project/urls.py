@@ -4,8 +4,8 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from suspensions import health
-from suspensions.console import oidc as oidc_views
 from suspensions.api.errors import unknown_api_path
+from suspensions.console import oidc as oidc_views
 from suspensions.observability import views as observability_views
 from suspensions.slack.interactions import interactions as slack_interactions
 

@@ -67,7 +67,7 @@ class FinishSignIn(OIDCAuthenticationCallbackView):
         except (jwt.PyJWTError, ValueError, KeyError, TypeError) as exc:
             # A malformed token or answer (not JSON, a claim missing or of the wrong type): refused, not a 500.
             log.warning("sign-in refused: the provider's answer was malformed: %r", exc)
-            return failed(request, "The identity provider's answer could not be read. Start again from the sign-in page.")
+            return failed(request, "The identity provider's answer could not be read. Start again from the sign-in.")
 
     def login_failure(self) -> HttpResponse:
         return failed(self.request, "The sign-in did not complete: no account may sign in with what the provider sent.")
