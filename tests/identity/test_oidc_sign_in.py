@@ -278,9 +278,6 @@ def test_the_admin_signs_in_through_the_provider_too(sso):
 def test_a_next_outside_the_site_is_not_followed(sso):
     idp.person(sso, "u-olga", groups=[])
     c = Client()
-    start_url = (
-        c.get("/oidc/authenticate/?next=https://evil.example.com/").status_code
-        and c.get("/oidc/authenticate/?next=https://evil.example.com/")["Location"]
-    )
+    start_url = c.get("/oidc/authenticate/?next=https://evil.example.com/")["Location"]
     response = c.get(idp.authorize(start_url, "u-olga"))
     assert response.status_code == 302 and not response["Location"].startswith("https://evil")
