@@ -1,5 +1,5 @@
-"""SCIM Users and Groups over this service's people (docs/identity.md, "Provisioning (SCIM) and leavers"): django-scim2's
-adapters, with reading and writing done here.
+"""SCIM Users and Groups over this service's people (docs/identity.md, "Provisioning (SCIM) and leavers"):
+django-scim2's adapters, with reading and writing done here.
 
 An adapter turns a request's body into a validated Person or Team (wire/scim.py
 and patching.py) and hands it to one provisioning service, which writes it
@@ -168,9 +168,7 @@ class Group(Adapter, adapters.SCIMGroup):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        members = (
-            ScimUser.objects.filter(user__scim_groups=self.obj).select_related("user").order_by("scim_id")
-        )
+        members = ScimUser.objects.filter(user__scim_groups=self.obj).select_related("user").order_by("scim_id")
         return {
             "schemas": [SchemaURI.GROUP],
             "id": self.id,

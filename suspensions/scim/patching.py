@@ -48,7 +48,9 @@ def parse(text: str) -> Path | None:
             return None
     found = PATH.fullmatch(text.strip())
     if found is None:
-        raise BadRequestError(f"path {text[:100]!r} is not an attribute path this service reads", scim_type="invalidPath")
+        raise BadRequestError(
+            f"path {text[:100]!r} is not an attribute path this service reads", scim_type="invalidPath"
+        )
     flag = found["flag"]
     match = found["text"] if flag is None else flag.lower() == "true"
     key = found["key"].lower() if found["key"] else None
@@ -146,7 +148,9 @@ def _listed(value: Any, attr: str) -> list[Any]:
 
 def _matches(entry: dict[str, Any], path: Path) -> bool:
     found = {k.lower(): v for k, v in entry.items()}.get(path.key or "")
-    return found == path.match or (isinstance(found, str) and isinstance(path.match, str) and found.lower() == path.match.lower())
+    return found == path.match or (
+        isinstance(found, str) and isinstance(path.match, str) and found.lower() == path.match.lower()
+    )
 
 
 USER = {

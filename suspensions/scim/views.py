@@ -12,6 +12,7 @@ from django.db import DatabaseError, transaction
 from django.http import HttpRequest
 from django_scim import views
 from django_scim.exceptions import BadRequestError
+from scim2_filter_parser.parser import SCIMParserError
 
 from .. import strictjson
 
@@ -40,10 +41,11 @@ class Strict:
         try:
             with transaction.atomic():  # a savepoint: a failed statement leaves the connection usable
                 found = list(self.__class__.parser_getter().search(query, request))  # type: ignore[attr-defined]
-        except (DatabaseError, ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
-            raise BadRequestError(f"Invalid filter: {type(error).__name__}", scim_type="invalidFilter") from None
-        except Exception as error:  # scim2-filter-parser's own parse errors have no common base
-            raise BadRequestError(f"Invalid filter: {error}"[:300], scim_type="invalidFilter") from None
+        except DatabaseError:
+            raise BadRequestError("Invalid filter: not comparable", scim_type="invalidFilter") from None
+        # What scim2-filter-parser raises for a filter it cannot read.
+        except (SCIMParserError, ValueError, TypeError, KeyError, IndexError, AttributeError, NotImplementedError) as e:
+            raise BadRequestError(f"Invalid filter: {e}"[:300], scim_type="invalidFilter") from None
         return self._build_response(request, found, start, count)  # type: ignore[attr-defined]
 
 

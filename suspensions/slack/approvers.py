@@ -56,7 +56,7 @@ def approver_for(slack_user_id: str, approval: Approval) -> Approver | None:
 
 
 def refusal_for(slack_user_id: str) -> str:
-    """What a refused presser is told: a linked member may not decide; an unlinked one is told how to link. Reads only."""
+    """What a refused presser is told: a linked member may not decide; an unlinked one, how to link. Reads only."""
     if SlackIdentity.objects.filter(slack_user_id=slack_user_id).exists():
         return NOT_ALLOWED
     return NOT_LINKED.format(member=slack_user_id[:32])

@@ -40,7 +40,9 @@ ENTRA_CREATE_USER = {
     "externalId": "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef",
     "userName": "Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1",
     "active": True,
-    "emails": [{"primary": True, "type": "work", "value": "Test_User_fd0ea19b-0777-472c-9f96-4f70d2226f2e@testuser.com"}],
+    "emails": [
+        {"primary": True, "type": "work", "value": "Test_User_fd0ea19b-0777-472c-9f96-4f70d2226f2e@testuser.com"}
+    ],
     "meta": {"resourceType": "User"},
     "name": {"formatted": "givenName familyName", "familyName": "familyName", "givenName": "givenName"},
     "roles": [],
@@ -64,7 +66,10 @@ ENTRA_CREATE_GROUP = {
 
 
 def entra_add_member(user_id):
-    return {"schemas": [PATCH_OP], "Operations": [{"op": "Add", "path": "members", "value": [{"$ref": None, "value": user_id}]}]}
+    return {
+        "schemas": [PATCH_OP],
+        "Operations": [{"op": "Add", "path": "members", "value": [{"$ref": None, "value": user_id}]}],
+    }
 
 
 def entra_remove_member(user_id):

@@ -104,7 +104,7 @@ def test_a_group_body_that_cannot_be_applied_is_a_scim_error_and_writes_nothing(
     [
         [{"op": "add", "path": "members", "value": [{"value": "ghost"}]}],
         [{"op": "add", "path": "members", "value": "alice"}],
-        [{"op": "replace", "path": "members[value eq \"x\"]", "value": []}],
+        [{"op": "replace", "path": 'members[value eq "x"]', "value": []}],
         [{"op": "remove", "path": "displayName"}],
         [{"op": "replace", "path": "displayName", "value": "taken"}],
     ],

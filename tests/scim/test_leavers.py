@@ -10,8 +10,17 @@ from django.utils import timezone
 
 from suspensions import email_links, selectors
 from suspensions.clock import db_now
-from suspensions.models import Approval, MessageStatus, Membership, Notification, NotificationChannel, Run, ScimUser
-from suspensions.models import NotificationKind, SlackIdentity
+from suspensions.models import (
+    Approval,
+    Membership,
+    MessageStatus,
+    Notification,
+    NotificationChannel,
+    NotificationKind,
+    Run,
+    ScimUser,
+    SlackIdentity,
+)
 from suspensions.slack.interactions import NOT_ALLOWED
 from suspensions.tokens import create_token
 from tests.helpers import client as api_client
@@ -39,7 +48,11 @@ FORMS = {
 
 def provisioned_approver(provisioner):
     """alice, created by SCIM, approver in acme (as a role mapping or an operator would make her), linked in Slack."""
-    body = {**payloads.OKTA_CREATE_USER, "userName": "alice", "emails": [{"value": "alice@example.com", "primary": True}]}
+    body = {
+        **payloads.OKTA_CREATE_USER,
+        "userName": "alice",
+        "emails": [{"value": "alice@example.com", "primary": True}],
+    }
     scim_id = provisioner.call("post", "Users", body).json()["id"]
     alice = ScimUser.objects.get(scim_id=scim_id).user
     membership = Membership(user=alice, role="approver")

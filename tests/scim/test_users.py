@@ -27,10 +27,19 @@ def test_okta_creates_a_person_whose_username_is_the_scim_username(provisioner):
     assert response.status_code == 201, response.content
     body = response.json()
     user = get_user_model().objects.get(username="test.user@okta.local")
-    assert (user.email, user.first_name, user.last_name, user.is_active) == ("test.user@okta.local", "Test", "User", True)
+    assert (user.email, user.first_name, user.last_name, user.is_active) == (
+        "test.user@okta.local",
+        "Test",
+        "User",
+        True,
+    )
     assert not user.has_usable_password()  # the password Okta sends is never kept
     assert body["id"] == user.scim.scim_id
-    assert (body["userName"], body["externalId"], body["active"]) == ("test.user@okta.local", "00ujl29u0le5T6Aj10h7", True)
+    assert (body["userName"], body["externalId"], body["active"]) == (
+        "test.user@okta.local",
+        "00ujl29u0le5T6Aj10h7",
+        True,
+    )
     assert response["Location"].endswith(f"/scim/v2/Users/{body['id']}")
 
 
@@ -74,7 +83,11 @@ def test_entra_updates_the_work_email_and_the_family_name(provisioner):
 
     assert response.status_code == 200, response.content
     user = get_user_model().objects.get(scim__scim_id=created["id"])
-    assert (user.email, user.last_name, user.first_name) == ("updatedEmail@microsoft.com", "updatedFamilyName", "givenName")
+    assert (user.email, user.last_name, user.first_name) == (
+        "updatedEmail@microsoft.com",
+        "updatedFamilyName",
+        "givenName",
+    )
 
 
 def test_put_replaces_the_person(provisioner):
@@ -143,7 +156,9 @@ def test_a_patch_with_one_bad_operation_applies_none_of_them(provisioner, operat
     created = provisioner.call("post", "Users", payloads.OKTA_CREATE_USER).json()
     before = people()
 
-    response = provisioner.call("patch", f"Users/{created['id']}", {"schemas": [payloads.PATCH_OP], "Operations": operations})
+    response = provisioner.call(
+        "patch", f"Users/{created['id']}", {"schemas": [payloads.PATCH_OP], "Operations": operations}
+    )
 
     assert response.status_code == 400, response.content
     assert response.json()["schemas"] == [ERROR]
