@@ -182,6 +182,6 @@ def delete_team(*, group: ScimGroup, cause: str) -> None:
 
 
 def groups_changed(user_ids: Iterable[int], *, cause: str) -> None:
-    """The people whose SCIM groups changed: their roles follow now (docs/identity.md, "Roles from groups")."""
+    """The people whose SCIM groups changed: their roles follow now (docs/identity.md, "Groups")."""
     for user_id in sorted(set(user_ids)):
         log.info("SCIM groups of person %s changed by %s", user_id, cause)

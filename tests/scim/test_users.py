@@ -230,3 +230,22 @@ def test_the_discovery_documents_say_what_is_supported(provisioner):
     assert config["authenticationSchemes"][0]["type"] == "oauthbearertoken"
     assert sorted(t["id"] for t in types["Resources"]) == ["Group", "User"]
     assert payloads.USER in {s["id"] for s in schemas["Resources"]}
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ('userName sw "test."', ["test.user@okta.local"]),
+        ('emails.value co "testuser.com"', ["Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1"]),
+        ('active eq false and externalId eq "00ujl29u0le5T6Aj10h7"', ["test.user@okta.local"]),
+        ('userName eq "nobody" or active eq true', ["Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1"]),
+    ],
+)
+def test_filters_combine_the_attributes_providers_search_by(provisioner, query, expected):
+    okta = provisioner.call("post", "Users", payloads.OKTA_CREATE_USER).json()
+    provisioner.call("patch", f"Users/{okta['id']}", payloads.OKTA_DEACTIVATE)
+    provisioner.call("post", "Users", payloads.ENTRA_CREATE_USER)
+
+    found = provisioner.get(f"Users?filter={query}").json()
+
+    assert sorted(r["userName"] for r in found["Resources"]) == expected
