@@ -21,6 +21,8 @@ from .models import (
     NotificationRoute,
     Reason,
     Role,
+    RoleChange,
+    RoleMapping,
     Run,
     RunState,
     SlackChannel,
@@ -255,6 +257,16 @@ def webhook_messages(principal: Principal, endpoint_id: Any) -> QuerySet[Webhook
 def approval_floors(principal: Principal) -> QuerySet[ApprovalFloor]:
     """Floors in scopes where the principal is an operator: like webhooks, the operators' configuration."""
     return ApprovalFloor.objects.filter(principal.scope_q(Role.OPERATOR))
+
+
+def role_mappings(principal: Principal) -> QuerySet[RoleMapping]:
+    """Role mappings in scopes where the principal is an operator, newest first: the operators' configuration."""
+    return RoleMapping.objects.filter(principal.scope_q(Role.OPERATOR)).order_by("-created_at", "-id")
+
+
+def role_changes(principal: Principal) -> QuerySet[RoleChange]:
+    """Provider-given role changes in scopes where the principal is an auditor or an operator, newest first."""
+    return RoleChange.objects.filter(principal.scope_q(Role.AUDITOR, Role.OPERATOR)).order_by("-at", "-id")
 
 
 def covering_floors(scope: str) -> QuerySet[ApprovalFloor]:

@@ -143,8 +143,10 @@ class MembershipAdmin(ScopedAdmin):
 
     superuser_writes = ("add", "change", "delete")
     form = MembershipForm
-    list_display = ("user", "scope", "role")
-    list_filter = ("role", "scope_l1")
+    # Provider-given rows (source "provider") are shown apart by the filter; services.role_mappings rewrites them
+    # at each sign-in or SCIM call, so one changed here by hand changes back then.
+    list_display = ("user", "scope", "role", "source")
+    list_filter = ("source", "role", "scope_l1")
     search_fields = ("user__username", "scope")
     autocomplete_fields = ("user",)
 

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import act, approvals, bulk, closures, floors, routes, signin, views, webhooks
+from . import act, approvals, bulk, closures, floors, role_mappings, routes, signin, views, webhooks
 
 app_name = "console"
 
@@ -22,6 +22,8 @@ urlpatterns = [
     path("runs/<uuid:pk>/close", closures.close, name="close"),
     path("runs/<uuid:pk>/closures/<uuid:suspension_id>/", closures.receipt, name="closure"),
     path("approval-floors/", floors.floor_list, name="floors"),
+    path("role-mappings/", role_mappings.mapping_list, name="role_mappings"),
+    path("role-mappings/<uuid:pk>/delete", role_mappings.delete_mapping, name="role_mapping_delete"),
     path("approval-floors/new", floors.new_floor, name="floor_new"),
     path("approval-floors/<uuid:pk>/", floors.edit_floor, name="floor"),
     path("approval-floors/<uuid:pk>/delete", floors.delete_floor, name="floor_delete"),

@@ -14,6 +14,7 @@ from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import SCOPE_LEVELS, TERMINAL_STATES, Reason, Role, RunState, Scoped, level_indexes
 from .floors import ApprovalFloor
 from .idempotency import IdempotencyKey
+from .identity import MembershipSource, OidcIdentity, RoleChange, RoleChangeKind, RoleMapping
 from .notifications import (
     ASKING,
     ENDING,
@@ -51,6 +52,11 @@ __all__ = [
     "FlowWait",
     "IdempotencyKey",
     "Membership",
+    "MembershipSource",
+    "OidcIdentity",
+    "RoleChange",
+    "RoleChangeKind",
+    "RoleMapping",
     "MessageStatus",
     "Notification",
     "NotificationChannel",
@@ -410,9 +416,14 @@ class Membership(Scoped):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships", db_index=False
     )
     role = models.CharField(max_length=16, choices=Role.choices)
+    # Granted by hand, or given by a provider group's mapping (services/role_mappings.py): a sign-in or a SCIM call
+    # rewrites only the provider's rows, so the same role may be held both ways at once.
+    source = models.CharField(max_length=8, choices=MembershipSource.choices, default=MembershipSource.HAND)
 
     class Meta(Scoped.Meta):
-        constraints = [models.UniqueConstraint(fields=["user", "scope", "role"], name="one_membership_per_role")]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "scope", "role", "source"], name="one_membership_per_role_source")
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} {self.role} in {self.scope}"

@@ -22,10 +22,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import MessageStatus, Notification, ScimGroup, ScimUser
+from .role_mappings import sync_roles
 
 log = logging.getLogger(__name__)
 
 LEFT = "not sent: the recipient was deprovisioned"
+# Who a role change by SCIM was made by, on its RoleChange row; the cause names the call and the token.
+BY = "identity provider (SCIM)"
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ def deprovision_person(*, scim_user: ScimUser, cause: str) -> None:
     """A SCIM DELETE: the person is taken out and forgotten by the provider (later lookups are 404).
 
     The account itself stays, inactive: the audit trail names it. Their SCIM
-    group memberships go with it. One transaction.
+    group memberships go with it, and the roles they gave. One transaction.
     """
     users = get_user_model().objects
     with transaction.atomic():
@@ -107,6 +110,7 @@ def deprovision_person(*, scim_user: ScimUser, cause: str) -> None:
         _take_out(user.pk, cause)
         user.scim_groups.clear()
         ScimUser.objects.filter(pk=scim_user.pk).delete()
+        groups_changed([user.pk], cause=cause)
 
 
 def _write_person(user: Any, person: Person) -> None:
@@ -182,6 +186,13 @@ def delete_team(*, group: ScimGroup, cause: str) -> None:
 
 
 def groups_changed(user_ids: Iterable[int], *, cause: str) -> None:
-    """The people whose SCIM groups changed: their roles follow now (docs/identity.md, "Groups")."""
-    for user_id in sorted(set(user_ids)):
-        log.info("SCIM groups of person %s changed by %s", user_id, cause)
+    """The people whose SCIM groups changed: their provider-given roles become what their groups map to, now.
+
+    In the caller's transaction; people in id order (role_mappings.sync_roles locks each one's row), so two
+    group changes sharing members lock them in the same order. Each role added or removed is a RoleChange
+    whose cause is the SCIM call (docs/identity.md, "Groups").
+    """
+    people = get_user_model().objects.filter(pk__in=set(user_ids)).order_by("pk")
+    for user in people:
+        groups = list(ScimGroup.objects.filter(members=user).values_list("display_name", flat=True))
+        sync_roles(user, groups, cause=cause, by=BY)

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import OperationalError
 from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
@@ -31,6 +32,7 @@ from suspensions.api.errors import problem_exception_handler
 from suspensions.clock import db_now
 from suspensions.models import MessageStatus, WebhookMessage
 from suspensions.services import audit
+from suspensions.services.role_mappings import sync_roles
 from tests.helpers import client
 
 SCHEMA = SchemaGenerator().get_schema(request=None, public=True)
@@ -137,6 +139,7 @@ KEYED = {
     "test_webhook",
     "redeliver_webhook_message",
     "create_approval_floor",
+    "create_role_mapping",
     "create_notification_route",
     "disable_notification_route",
     "enable_notification_route",
@@ -316,6 +319,17 @@ class World:
         self.ids[v.FLOOR_ID] = self.made("operator", "/api/v1/approval-floors", {"quorum": 2})["id"]
         return self
 
+    def mapping(self) -> "World":
+        body = {"group": "payments-approvers", "role": "approver"}
+        self.ids[docs.identity.MAPPING_ID] = self.made("operator", "/api/v1/role-mappings", body)["id"]
+        return self
+
+    def role_change(self) -> "World":
+        self.mapping()
+        user = User.objects.create_user("alice", is_staff=True)
+        sync_roles(user, ["payments-approvers"], cause="oidc sign-in https://id.example.com 00u1a2b3c")
+        return self
+
     def message(self) -> "World":
         self.webhook()
         sent = self.made("operator", f"/api/v1/webhooks/{self.ids[v.WEBHOOK_ID]}/test")
@@ -338,6 +352,7 @@ class World:
         kind = {"runs": v.RUN_ID, "approvals": v.SUSPENSION_ID, "suspensions": v.SUSPENSION_ID}
         kind |= {"admissions": v.ADMISSION_ID, "webhooks": v.WEBHOOK_ID, "approval-floors": v.FLOOR_ID}
         kind["notification-routes"] = v.ROUTE_ID
+        kind["role-mappings"] = docs.identity.MAPPING_ID
         first = template.split("/")[3]
         names = {"{id}": kind.get(first, ""), "{suspension_id}": v.SUSPENSION_ID, "{message_id}": v.MESSAGE_ID}
         names["{token}"] = v.CALLBACK_TOKEN
@@ -397,6 +412,11 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "delete_notification_route": World.route,
     "disable_notification_route": World.route,
     "enable_notification_route": World.route,
+    "create_role_mapping": lambda w: w,
+    "list_role_mappings": World.mapping,
+    "get_role_mapping": World.mapping,
+    "delete_role_mapping": World.mapping,
+    "list_role_changes": World.role_change,
     "get_audit_public_key": lambda w: w,
     "export_audit": World.sealed,
 }

@@ -35,7 +35,10 @@ from suspensions.models import (
     Membership,
     Notification,
     NotificationRoute,
+    OidcIdentity,
     OutboxEvent,
+    RoleChange,
+    RoleMapping,
     Run,
     SlackChannel,
     SlackIdentity,
@@ -51,7 +54,7 @@ from tests.helpers import member
 REGISTERED = list(admin.site._registry)
 # Users, groups and Slack identities carry no scope: only superusers see them (a staff user
 # allowed to edit users could make itself a superuser; one linking Slack ids could act as someone else).
-SUPERUSER_ONLY = [User, Group, SlackIdentity, SlackChannel]
+SUPERUSER_ONLY = [User, Group, SlackIdentity, SlackChannel, OidcIdentity]
 SCOPED = [m for m in REGISTERED if m not in SUPERUSER_ONLY]
 
 
@@ -309,6 +312,31 @@ def build_notification(scope: str) -> Notification:
     )
 
 
+def build_role_mapping(scope: str) -> RoleMapping:
+    return stamped(
+        RoleMapping,
+        scope,
+        group=f"approvers-{uuid.uuid4().hex[:8]}",
+        role="approver",
+        created_by="token:ops",
+        created_at=timezone.now(),
+    )
+
+
+def build_role_change(scope: str) -> RoleChange:
+    return stamped(
+        RoleChange,
+        scope,
+        user_id=1,
+        username=f"person-{scope.replace('/', '-')}",
+        role="approver",
+        change="added",
+        by="identity provider",
+        cause="oidc sign-in",
+        at=timezone.now(),
+    )
+
+
 BUILDERS: dict[Any, Callable[[str], Any]] = {
     Run: build_run,
     Suspension: build_suspension,
@@ -329,6 +357,8 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
     OutboxEvent: build_outbox,
     NotificationRoute: build_route,
     Notification: build_notification,
+    RoleMapping: build_role_mapping,
+    RoleChange: build_role_change,
 }
 
 

@@ -51,6 +51,11 @@ TAGS = [
         "the approvers' own emails (operator).",
     },
     {
+        "name": "role mappings",
+        "description": "Roles from the identity provider's groups: which group gives which role in which scope "
+        "(operator), and the record of every role a sign-in or provisioning call added or removed (auditor).",
+    },
+    {
         "name": "audit",
         "description": "The tamper-evident trail (auditor): the checkpoints' public key and the export to verify "
         "offline.",

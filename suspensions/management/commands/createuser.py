@@ -20,7 +20,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 
 from ... import scopes
-from ...models import Membership, Role
+from ...models import Membership, MembershipSource, Role
 
 
 def checked(validate: Callable[..., Any], *args: Any) -> None:
@@ -112,7 +112,8 @@ class Command(BaseCommand):
         return user, created
 
     def _set_roles(self, user: Any, scope: str, wanted: list[str]) -> None:
-        held = Membership.objects.filter(user=user, scope=scope)
+        # Hand-granted roles only: those a provider group gives are services.role_mappings' to change.
+        held = Membership.objects.filter(user=user, scope=scope, source=MembershipSource.HAND)
         held.exclude(role__in=wanted).delete()
         have = set(held.values_list("role", flat=True))
         for role in wanted:
