@@ -48,7 +48,10 @@ class Adapter:
         """Nothing: validate_dict read the body, and nothing touches the model before `save`."""
 
     def handle_operations(self, operations: Any) -> None:
+        """PATCH, inside the library's transaction: the row is locked before its state is read, so concurrent
+        PATCHes of one resource (two members added at once) apply one after the other, none lost."""
         patch = validated(PatchIn, {"Operations": operations})
+        self.obj = self.lock(self.obj.pk)
         self.wanted = self.read(patching.apply(self.state(), patch.operations, self.paths))
         self.save()
 
@@ -67,6 +70,9 @@ class Adapter:
         }
 
     def read(self, body: Any) -> Any:
+        raise NotImplementedError
+
+    def lock(self, pk: int) -> Any:
         raise NotImplementedError
 
     def state(self) -> dict[str, Any]:
@@ -93,6 +99,9 @@ class User(Adapter, adapters.SCIMUser):
             last_name=user.name.family_name,
             external_id=user.external_id,
         )
+
+    def lock(self, pk: int) -> ScimUser:
+        return provisioning.lock_scim_user(pk)
 
     def write(self, wanted: provisioning.Person) -> ScimUser:
         cause = cause_of(self.request)
@@ -141,6 +150,9 @@ class Group(Adapter, adapters.SCIMGroup):
         return provisioning.Team(
             display_name=group.display_name, external_id=group.external_id, member_ids=frozenset(found.values())
         )
+
+    def lock(self, pk: int) -> ScimGroup:
+        return provisioning.lock_group(pk)
 
     def write(self, wanted: provisioning.Team) -> ScimGroup:
         cause = cause_of(self.request)

@@ -85,6 +85,7 @@ def update_person(*, scim_user: ScimUser, person: Person, cause: str) -> ScimUse
     """
     users = get_user_model().objects
     with transaction.atomic():
+        lock_scim_user(scim_user.pk)
         user = users.select_for_update().get(pk=scim_user.user_id)
         if person.username != user.username and users.filter(username=person.username).exists():
             raise Conflict(f"userName {person.username!r} is already taken")
@@ -105,12 +106,28 @@ def deprovision_person(*, scim_user: ScimUser, cause: str) -> None:
     """
     users = get_user_model().objects
     with transaction.atomic():
+        # The lock order: the person's groups (as a group change takes them first), their SCIM row, the user.
+        list(ScimGroup.objects.select_for_update().filter(members=scim_user.user_id).order_by("pk"))
+        lock_scim_user(scim_user.pk)
         user = users.select_for_update().get(pk=scim_user.user_id)
         users.filter(pk=user.pk).update(is_active=False)
         _take_out(user.pk, cause)
         user.scim_groups.clear()
         ScimUser.objects.filter(pk=scim_user.pk).delete()
         groups_changed([user.pk], cause=cause)
+
+
+def lock_scim_user(pk: int) -> ScimUser:
+    """Lock a provisioned person's SCIM row. The lock order is: a group (a group change, or all of the person's
+    for a DELETE), the ScimUser row, the user (role_mappings.sync_roles locks it too). A PATCH takes this lock
+    before it reads what it changes, so two calls on one person run one after the other, the second on the
+    first's result."""
+    return ScimUser.objects.select_for_update().select_related("user").get(pk=pk)
+
+
+def lock_group(pk: int) -> ScimGroup:
+    """Lock a SCIM group's row, before reading its members: concurrent changes of one group queue on it."""
+    return ScimGroup.objects.select_for_update().get(pk=pk)
 
 
 def _write_person(user: Any, person: Person) -> None:
@@ -160,7 +177,7 @@ def create_team(*, team: Team, cause: str) -> ScimGroup:
 def update_team(*, group: ScimGroup, team: Team, cause: str) -> ScimGroup:
     """Replace a group's name and members; the roles of everyone who joined or left follow. One transaction."""
     with transaction.atomic():
-        locked = ScimGroup.objects.select_for_update().get(pk=group.pk)
+        locked = lock_group(group.pk)
         clash = ScimGroup.objects.filter(display_name=team.display_name).exclude(pk=locked.pk)
         if clash.exists():
             raise Conflict(f"displayName {team.display_name!r} is already a group")
