@@ -118,8 +118,13 @@ class LockoutBackend(ModelBackend):
         user = super().authenticate(request, username, password, **kwargs)
         if user is None:
             record_failure(name, address)
-        else:
-            forget_failures(name, address)
+            return None
+        forget_failures(name, address)
+        if not settings.PASSWORD_SIGN_IN and not user.is_superuser:
+            # PASSWORD_SIGN_IN=0 (docs/identity.md, "Passwords"): people sign in through the identity provider; the
+            # right password of anyone but a superuser is answered like a wrong one, and not counted against them.
+            log.info("password sign-in of %r refused: PASSWORD_SIGN_IN is off", name)
+            return None
         return user
 
 

@@ -106,6 +106,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Right after: a person signed in by the identity provider is re-checked there every OIDC_RENEW_SECONDS.
+    "suspensions.oidc.RecheckMiddleware",
     # With a read replica only: a browser that just wrote reads the primary for a moment (suspensions/replicas.py).
     "suspensions.replicas.PrimaryAfterWriteMiddleware",
     # After CSRF: a forged sign-in is refused as such before it counts against anyone.
@@ -128,6 +130,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "suspensions.console.context.operator_nav",
+                "suspensions.console.context.sign_in",
             ],
         },
     },
@@ -371,6 +374,34 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "console:login"
 LOGIN_REDIRECT_URL = "console:dashboard"
 LOGOUT_REDIRECT_URL = "console:login"
+
+# Single sign-on by OpenID Connect (docs/identity.md, "Sign-in settings"): off unless OIDC_ISSUER is set, so `make run`
+# needs no provider. The provider's endpoints and keys are found by discovery from the issuer (suspensions/oidc.py).
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="").rstrip("/")
+OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="single sign-on")
+OIDC_SCOPES = env.str("OIDC_SCOPES", default="openid email profile")
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+OIDC_SIGN_ALGO = env.str("OIDC_SIGN_ALGO", default="RS256")
+# A signed-in person is re-checked at the provider at most this often (a disabled one is out within it).
+OIDC_RENEW_SECONDS = env_int("OIDC_RENEW_SECONDS", default=900, minimum=1)
+# 0 in production with single sign-on: passwords kept here sign in superusers only.
+PASSWORD_SIGN_IN = env.bool("PASSWORD_SIGN_IN", default=True)
+if OIDC_ISSUER:
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "suspensions.oidc.ProviderBackend"]
+# mozilla-django-oidc's own names for what it reads; the endpoints come from discovery, not from settings.
+OIDC_RP_CLIENT_ID = OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = OIDC_CLIENT_SECRET
+OIDC_RP_SCOPES = OIDC_SCOPES
+OIDC_RP_SIGN_ALGO = OIDC_SIGN_ALGO
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = 10
+# The client authenticates to the token endpoint with HTTP Basic (client_secret_basic, the OAuth 2.0 default every
+# provider supports); 0 sends the secret in the form body instead (client_secret_post).
+OIDC_TOKEN_USE_BASIC_AUTH = env.bool("OIDC_TOKEN_USE_BASIC_AUTH", default=True)
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = OIDC_RENEW_SECONDS
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from suspensions import health
 from suspensions.api.errors import unknown_api_path
+from suspensions.console import oidc as oidc_views
 from suspensions.observability import views as observability_views
 from suspensions.slack.interactions import interactions as slack_interactions
 
@@ -23,6 +24,9 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", observability_views.metrics, name="metrics"),
+    # Single sign-on (docs/identity.md): mozilla-django-oidc's URL names, which its backend reverses.
+    path("oidc/authenticate/", oidc_views.StartSignIn.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", oidc_views.FinishSignIn.as_view(), name="oidc_authentication_callback"),
     path("admin/", admin.site.urls),
     # Slack's Interactivity request URL (docs/notifications.md, "Slack"): signed by Slack, outside /api/ and its tokens.
     path("integrations/slack/interactions", slack_interactions, name="slack-interactions"),

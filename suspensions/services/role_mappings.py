@@ -98,7 +98,7 @@ def _change(user: Any, scope: str, role: str, kind: str, *, by: str, cause: str,
 # -- the operators' mappings ------------------------------------------------------------------
 
 
-def mapping_of(principal: Principal, mapping_id: UUID | str | int) -> RoleMapping:
+def mapping_of(principal: Principal, mapping_id: UUID | str) -> RoleMapping:
     """A mapping in the principal's operator scopes (404 otherwise, leaking nothing)."""
     return operator_row(principal, selectors.role_mappings(principal), mapping_id, "role mapping")
 
@@ -139,7 +139,7 @@ def create_mapping(*, principal: Principal, group: str, scope: str | None, role:
     return mapping
 
 
-def delete_mapping(*, principal: Principal, mapping_id: UUID | str | int) -> RoleMapping:
+def delete_mapping(*, principal: Principal, mapping_id: UUID | str) -> RoleMapping:
     """Remove a mapping; its members lose the role at their next sign-in or provisioning call."""
     with transaction.atomic():
         mapping = operator_row(principal, selectors.role_mappings(principal), mapping_id, "role mapping", lock=True)
