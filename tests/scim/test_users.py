@@ -249,3 +249,20 @@ def test_filters_combine_the_attributes_providers_search_by(provisioner, query, 
     found = provisioner.get(f"Users?filter={query}").json()
 
     assert sorted(r["userName"] for r in found["Resources"]) == expected
+
+
+def test_createtoken_makes_the_provisioner_token_scim_takes(client):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from .conftest import Scim
+
+    out = StringIO()
+    call_command("createtoken", "--scope", "acme", "--roles", "provisioner", "--name", "okta-scim", stdout=out)
+    secret = out.getvalue().strip().splitlines()[-1]
+
+    response = Scim(secret).call("post", "Users", payloads.OKTA_CREATE_USER)
+
+    assert response.status_code == 201
+    assert Scim(secret).get("Users").json()["totalResults"] == 1
