@@ -266,3 +266,18 @@ def test_createtoken_makes_the_provisioner_token_scim_takes(client):
 
     assert response.status_code == 201
     assert Scim(secret).get("Users").json()["totalResults"] == 1
+
+
+def test_superusers_read_what_was_provisioned_in_the_admin_and_nobody_edits_it(provisioner):
+    from django.test import Client
+
+    created = provisioner.call("post", "Users", payloads.OKTA_CREATE_USER).json()
+    root, olga = Client(), Client()
+    root.force_login(member("root", is_staff=True, is_superuser=True))
+    olga.force_login(member("olga", {"acme": ["operator"]}, is_staff=True))
+    row = ScimUser.objects.get(scim_id=created["id"])
+
+    assert created["id"] in root.get("/admin/suspensions/scimuser/").content.decode()
+    assert root.get(f"/admin/suspensions/scimuser/{row.pk}/delete/").status_code == 403
+    assert root.get("/admin/suspensions/scimgroup/add/").status_code == 403
+    assert olga.get("/admin/suspensions/scimuser/").status_code == 403
