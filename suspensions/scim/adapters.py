@@ -6,12 +6,15 @@ and patching.py) and hands it to one provisioning service, which writes it
 in one transaction: everything that can refuse runs before that call.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.urls import reverse
 from django_scim import adapters
 from django_scim.constants import SchemaURI
-from django_scim.exceptions import BadRequestError, IntegrityError
+from django_scim.exceptions import BadRequestError, IntegrityError, NotFoundError
 
 from ..models import ScimGroup, ScimUser
 from ..services import provisioning
@@ -51,15 +54,25 @@ class Adapter:
         """PATCH, inside the library's transaction: the row is locked before its state is read, so concurrent
         PATCHes of one resource (two members added at once) apply one after the other, none lost."""
         patch = validated(PatchIn, {"Operations": operations})
-        self.obj = self.lock(self.obj.pk)
+        with self.still_there():
+            self.obj = self.lock(self.obj.pk)
         self.wanted = self.read(patching.apply(self.state(), patch.operations, self.paths))
         self.save()
 
     def save(self) -> None:
         try:
-            self.obj = self.write(self.wanted)
+            with self.still_there():
+                self.obj = self.write(self.wanted)
         except provisioning.Conflict as conflict:
             raise IntegrityError(str(conflict), scim_type="uniqueness") from None
+
+    @contextmanager
+    def still_there(self) -> Iterator[None]:
+        """A resource deleted by a concurrent call after this one found it is a 404, as if never found."""
+        try:
+            yield
+        except ObjectDoesNotExist:
+            raise NotFoundError(self.id) from None
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -110,7 +123,8 @@ class User(Adapter, adapters.SCIMUser):
         return provisioning.update_person(scim_user=self.obj, person=wanted, cause=cause)
 
     def delete(self) -> None:
-        provisioning.deprovision_person(scim_user=self.obj, cause=cause_of(self.request))
+        with self.still_there():
+            provisioning.deprovision_person(scim_user=self.obj, cause=cause_of(self.request))
 
     def state(self) -> dict[str, Any]:
         user = self.obj.user
@@ -161,7 +175,8 @@ class Group(Adapter, adapters.SCIMGroup):
         return provisioning.update_team(group=self.obj, team=wanted, cause=cause)
 
     def delete(self) -> None:
-        provisioning.delete_team(group=self.obj, cause=cause_of(self.request))
+        with self.still_there():
+            provisioning.delete_team(group=self.obj, cause=cause_of(self.request))
 
     @property
     def display_name(self) -> str:

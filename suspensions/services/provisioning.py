@@ -122,7 +122,7 @@ def lock_scim_user(pk: int) -> ScimUser:
     for a DELETE), the ScimUser row, the user (role_mappings.sync_roles locks it too). A PATCH takes this lock
     before it reads what it changes, so two calls on one person run one after the other, the second on the
     first's result."""
-    return ScimUser.objects.select_for_update().select_related("user").get(pk=pk)
+    return ScimUser.objects.select_for_update(of=("self",)).select_related("user").get(pk=pk)
 
 
 def lock_group(pk: int) -> ScimGroup:
@@ -197,6 +197,7 @@ def _renamed(group: ScimGroup, team: Team, before: set[int]) -> set[int]:
 def delete_team(*, group: ScimGroup, cause: str) -> None:
     """A SCIM DELETE of a group: its members lose what it gave them. One transaction."""
     with transaction.atomic():
+        lock_group(group.pk)
         members = set(group.members.values_list("pk", flat=True))
         ScimGroup.objects.filter(pk=group.pk).delete()
         groups_changed(members, cause=cause)

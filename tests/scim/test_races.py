@@ -48,3 +48,16 @@ def test_a_person_deleted_while_their_group_changes_ends_inactive_and_out_of_the
     assert sorted(a.status_code for a in answers[0]) == [200, 204]
     group = ScimGroup.objects.get(scim_id=gid)
     assert list(group.members.values_list("username", flat=True)) == ["bob"]
+
+
+def test_two_deletes_and_a_patch_of_one_person_at_once_answer_204_then_404_never_500():
+    _, secret = create_token(scope="acme", roles=["provisioner"], name="okta")
+    alice = Scim(secret).call("post", "Users", {"userName": "alice"}).json()["id"]
+    calls = [("delete", f"Users/{alice}", None)] * 2 + [("patch", f"Users/{alice}", payloads.OKTA_DEACTIVATE)]
+
+    answers = race(3, [0], lambda n, _: Scim(secret).call(*calls[n]))
+
+    statuses = [a.status_code for a in answers[0]]
+    assert sorted(statuses[:2]) == [204, 404]
+    assert statuses[2] in (200, 404)
+    assert Scim(secret).get(f"Users/{alice}").status_code == 404
