@@ -72,7 +72,7 @@ class Adapter:
         try:
             yield
         except ObjectDoesNotExist:
-            raise NotFoundError(self.id) from None
+            raise NotFoundError(self.id) from None  # type: ignore[attr-defined]
 
     def meta(self) -> dict[str, Any]:
         return {
