@@ -30,7 +30,7 @@ from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -111,6 +111,8 @@ class ProviderBackend(OIDCAuthenticationBackend):
             )
         except jwt.InvalidTokenError as exc:
             raise SuspiciousOperation(f"the id_token was refused: {exc}") from exc
+        if not isinstance(claims["sub"], str) or not claims["sub"]:
+            raise SuspiciousOperation("the id_token names no subject")
         audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
         if len(audiences) > 1 and claims.get("azp") != self.OIDC_RP_CLIENT_ID:
             raise SuspiciousOperation("the id_token was issued to another party (azp)")
@@ -185,10 +187,20 @@ def groups_of(claims: dict[str, Any]) -> list[str]:
 def person_for(claims: dict[str, Any]) -> Any:
     """The user of (iss, sub): linked before, or linked now by a verified email, or made now. Then roles from groups.
 
-    One transaction: the identity row and the role changes are written together
-    or not at all. Two first sign-ins of one subject at once: the unique
-    constraint lets one link; the other finds its row on retry.
+    One transaction: the account, the identity row and the role changes are
+    written together or not at all. Two first sign-ins of one subject at once
+    (or of two people wanting one username): the unique constraints let one
+    through; the other is rolled back whole and tried once more, when it finds
+    the identity (or the name) the first one made.
     """
+    try:
+        return _person_for(claims)
+    except IntegrityError:
+        log.info("first sign-in of %s raced another; trying again", claims.get("sub"))
+        return _person_for(claims)
+
+
+def _person_for(claims: dict[str, Any]) -> Any:
     issuer, sub = settings.OIDC_ISSUER, str(claims["sub"])
     with transaction.atomic():
         identity = OidcIdentity.objects.select_related("user").filter(issuer=issuer, sub=sub).first()

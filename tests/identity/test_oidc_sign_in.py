@@ -264,3 +264,20 @@ def age(c: Client, seconds: float) -> None:
     session = c.session
     session[oidc.CHECKED_AT] = time.time() - seconds
     session.save()
+
+
+def test_the_admin_signs_in_through_the_provider_too(sso):
+    idp.person(sso, "u-nora", groups=["approvers"])
+    c = Client()
+    start_url = c.get("/oidc/authenticate/?next=/admin/")["Location"]
+    response = c.get(idp.authorize(start_url, "u-nora"))
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert c.get("/admin/").status_code == 200
+
+
+def test_a_next_outside_the_site_is_not_followed(sso):
+    idp.person(sso, "u-olga", groups=[])
+    c = Client()
+    start_url = c.get("/oidc/authenticate/?next=https://evil.example.com/")["Location"]
+    response = c.get(idp.authorize(start_url, "u-olga"))
+    assert response.status_code == 302 and not response["Location"].startswith("https://evil")
