@@ -5,7 +5,7 @@ import copy
 import hashlib
 import re
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import environ
 from cryptography.fernet import Fernet
@@ -553,3 +553,26 @@ LOGGING = {
 
 # GET /metrics wants `Authorization: Bearer <METRICS_TOKEN>` when set; open when empty (docs/api.md, "7.11 Metrics").
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+
+# SCIM 2.0 provisioning at /scim/v2/ (docs/identity.md, "Provisioning (SCIM) and leavers"): django-scim2's views over
+# this project's adapters, filters and token check.
+SCIM_SERVICE_PROVIDER = {
+    "USER_MODEL_GETTER": "suspensions.scim.filters.scim_users",
+    "GROUP_MODEL": "suspensions.models.ScimGroup",
+    "USER_ADAPTER": "suspensions.scim.adapters.User",
+    "GROUP_ADAPTER": "suspensions.scim.adapters.Group",
+    "USER_FILTER_PARSER": "suspensions.scim.filters.UserFilterQuery",
+    "GROUP_FILTER_PARSER": "suspensions.scim.filters.GroupFilterQuery",
+    "SERVICE_PROVIDER_CONFIG_MODEL": "suspensions.scim.config.ServiceProviderConfig",
+    "BASE_LOCATION_GETTER": "suspensions.scim.config.base_location",
+    "AUTH_CHECK_MIDDLEWARE": "suspensions.scim.auth.ProvisionerCheck",
+    "NETLOC": urlsplit(CONSOLE_BASE_URL).netloc,
+    "AUTHENTICATION_SCHEMES": [
+        {
+            "type": "oauthbearertoken",
+            "name": "Bearer token",
+            "description": "An API token holding the provisioner role (manage.py createtoken --roles provisioner).",
+            "primary": True,
+        }
+    ],
+}

@@ -35,5 +35,7 @@ urlpatterns = [
     # Slack's Interactivity request URL (docs/notifications.md, "Slack"): signed by Slack, outside /api/ and its tokens.
     path("integrations/slack/interactions", slack_interactions, name="slack-interactions"),
     path("console/", include("suspensions.console.urls")),
+    # SCIM 2.0 provisioning (docs/identity.md, "Provisioning (SCIM) and leavers"): a provisioner token, SCIM errors.
+    path("scim/v2/", include("suspensions.scim.urls")),
     path("", RedirectView.as_view(pattern_name="console:dashboard", permanent=False)),
 ]

@@ -26,9 +26,12 @@ from .notifications import (
     NotificationRoute,
 )
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
+from .scim import ScimGroup, ScimUser
 from .slack import SlackChannel, SlackIdentity
 
 __all__ = [
+    "ScimGroup",
+    "ScimUser",
     "TERMINAL_STATES",
     "Admission",
     "AdmissionSource",

@@ -32,6 +32,8 @@ class Role(models.TextChoices):
     APPROVER = "approver"
     AUDITOR = "auditor"
     OPERATOR = "operator"
+    # A provider's SCIM client (docs/identity.md, "Provisioning (SCIM) and leavers"): a machine's role.
+    PROVISIONER = "provisioner"
 
 
 SCOPE_LEVELS = tuple(f"scope_l{i}" for i in range(1, scopes.MAX_DEPTH + 1))  # the columns of scopes.levels

@@ -23,6 +23,18 @@ from .client import interactive_client
 log = logging.getLogger(__name__)
 
 
+NOT_ALLOWED = (
+    "You are not linked to an approver who may decide this approval. Ask an admin to link your Slack account, "
+    "or use the console."
+)
+NOT_LINKED = (
+    "Your Slack account is not linked to an approver who may decide this: the email of your Slack profile matches "
+    "no single active approver here. To link it, use the same email in Slack as in your account here (the next "
+    "press links you), or ask an admin to link Slack member {member} to you (admin, Slack identities). "
+    "Meanwhile, decide in the console."
+)
+
+
 @dataclass(frozen=True)
 class Approver:
     user_id: int
@@ -41,6 +53,13 @@ def approver_for(slack_user_id: str, approval: Approval) -> Approver | None:
     if not principal.can(Role.APPROVER, approval.scope):
         return None
     return Approver(user_id=user.pk, principal=principal, linked=identity is not None)
+
+
+def refusal_for(slack_user_id: str) -> str:
+    """What a refused presser is told: a linked member may not decide; an unlinked one, how to link. Reads only."""
+    if SlackIdentity.objects.filter(slack_user_id=slack_user_id).exists():
+        return NOT_ALLOWED
+    return NOT_LINKED.format(member=slack_user_id[:32])
 
 
 def known_not_allowed(slack_user_id: str, approval: Approval) -> bool:

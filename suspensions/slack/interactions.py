@@ -51,14 +51,10 @@ from ..models import Approval, ApprovalStatus
 from ..problems import PROBLEM, problem_body
 from ..services.slack_identities import link_slack_user
 from . import answers, blocks, client
-from .approvers import Approver, approver_for, known_not_allowed
+from .approvers import NOT_ALLOWED, Approver, approver_for, known_not_allowed, refusal_for
 
 log = logging.getLogger(__name__)
 
-NOT_ALLOWED = (
-    "You are not linked to an approver who may decide this approval. Ask an admin to link your Slack account, "
-    "or use the console."
-)
 Press = dict[str, Any]
 
 
@@ -114,7 +110,7 @@ def on_action(payload: Press) -> HttpResponse:
         return _open_deny(payload, approval, channel, slack_user)
     approver = approver_for(slack_user, approval) if approval is not None else None
     if approval is None or approver is None:
-        answers.tell_later(channel, slack_user, NOT_ALLOWED)
+        answers.tell_later(channel, slack_user, refusal_for(slack_user) if approval is not None else NOT_ALLOWED)
         return HttpResponse(status=200)
     _, text = decide(approver, slack_user, pressed, approval, decision="approve", where=(channel, _ts_of(payload)))
     answers.tell_later(channel, slack_user, text)
@@ -144,7 +140,7 @@ def on_submission(payload: Press) -> HttpResponse:
     approval = Approval.objects.filter(pk=pressed.approval_id).first()
     approver = approver_for(slack_user, approval) if approval is not None else None
     if approval is None or approver is None:
-        return _modal_error(NOT_ALLOWED)
+        return _modal_error(refusal_for(slack_user) if approval is not None else NOT_ALLOWED)
     if not reason.strip():
         return _modal_error("A denial needs a reason.")
     where = (str(metadata.get("channel", "")), str(metadata.get("ts", "")))

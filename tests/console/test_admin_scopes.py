@@ -40,6 +40,8 @@ from suspensions.models import (
     RoleChange,
     RoleMapping,
     Run,
+    ScimGroup,
+    ScimUser,
     SlackChannel,
     SlackIdentity,
     Start,
@@ -54,7 +56,7 @@ from tests.helpers import member
 REGISTERED = list(admin.site._registry)
 # Users, groups and Slack identities carry no scope: only superusers see them (a staff user
 # allowed to edit users could make itself a superuser; one linking Slack ids could act as someone else).
-SUPERUSER_ONLY = [User, Group, SlackIdentity, SlackChannel, OidcIdentity]
+SUPERUSER_ONLY = [User, Group, SlackIdentity, SlackChannel, OidcIdentity, ScimUser, ScimGroup]
 SCOPED = [m for m in REGISTERED if m not in SUPERUSER_ONLY]
 
 
