@@ -8,6 +8,7 @@ from datetime import timedelta
 from urllib.parse import urlparse
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
@@ -58,7 +59,7 @@ def test_an_engine_gets_a_sealed_link_that_opens_the_approval_page_for_an_approv
 def test_a_signed_out_visitor_is_sent_to_sign_in_first(token):
     url = path_of(mint(engine_of(token), approval_pause().pk)["url"])
     answer = Client().get(url)
-    assert answer.status_code == 302 and answer["Location"].startswith(reverse("login"))
+    assert answer.status_code == 302 and answer["Location"].startswith(reverse(settings.LOGIN_URL))
 
 
 def decide_in_console(browser, approval, decision, reason):
