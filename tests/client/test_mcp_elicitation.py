@@ -37,6 +37,7 @@ def base_url(live_server, settings):
     settings.CSRF_COOKIE_SECURE = False
     return live_server.url
 
+
 ASK = {"agent_id": "desk-assistant", "tool": "send_refund", "arguments": REFUND, "scope": "acme"}
 
 

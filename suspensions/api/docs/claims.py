@@ -33,8 +33,12 @@ OPERATIONS = {
         "a URL of the console page where a signed-in approver of the scope decides, its state sealed by the "
         "service. The link is single use through the decision: once the approval is decided, or the run moved "
         "on, it is refused, and so is a tampered or expired one. Writes nothing; each call mints a fresh link.",
-        errors={403: ("forbidden", "not_an_approval"), 404: ("not_found",), 409: ("not_suspended",),
-                410: ("suspension_expired",)},
+        errors={
+            403: ("forbidden", "not_an_approval"),
+            404: ("not_found",),
+            409: ("not_suspended",),
+            410: ("suspension_expired",),
+        },
     ),
     "decide_approval": Doc(
         tag="approvals",

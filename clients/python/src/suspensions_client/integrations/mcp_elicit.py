@@ -50,7 +50,8 @@ def modern(ctx: Context[Any, Any]) -> bool:
 
 
 def message_for(asked: dict[str, Any], tool: str) -> str:
-    return f"A person must approve calling {tool} before it runs: open the link to decide (approval {asked['approval_id']})."
+    approval = asked["approval_id"]
+    return f"A person must approve calling {tool} before it runs: open the link to decide (approval {approval})."
 
 
 async def link_for(client: AsyncClient, approval_id: str) -> str:

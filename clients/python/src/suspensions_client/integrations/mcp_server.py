@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hmac
-import ipaddress
 import json
 import os
 import sys
@@ -43,12 +41,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types import InputRequiredResult
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from ..aio import AsyncClient
 from ..errors import ClientError, NotFound, SuspensionsError
 from ..records import Approval
 from . import mcp_elicit
+from .mcp_http import BearerGate, loopback
 
 MAX_WAIT_SECONDS = 600.0  # one tool call must not hold an MCP client's request open for longer
 DECIDED = {"approved", "responded"}  # the states that admitted the run: its engine may start it
@@ -337,46 +336,6 @@ def serve_http(server: MCPServer, host: str, port: int, token: str | None) -> No
     uvicorn.run(app, host=host, port=port, log_level=server.settings.log_level.lower())
 
 
-class BearerGate:
-    """An ASGI wrapper: every HTTP request (session creation included) needs `Authorization: Bearer <token>`."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self.allows(scope):
-            await unauthorized(send)
-            return
-        await self.app(scope, receive, send)
-
-    def allows(self, scope: Scope) -> bool:
-        headers = dict(scope.get("headers") or [])
-        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        # Compared in constant time, so the answer's timing tells nothing of the token.
-        return hmac.compare_digest(given.strip(), self.expected) and scheme.lower() == b"bearer"
-
-
-async def unauthorized(send: Send) -> None:
-    body = json.dumps({"error": "unauthorized", "detail": "this MCP server wants its bearer token"}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", b'Bearer realm="suspensions-mcp"'),
-    ]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a name other than localhost may resolve anywhere
-
-
 EPILOG = f"""\
 The HTTP transport needs a token of its own from its callers (--http-token or {HTTP_TOKEN_ENV}),
 sent as `Authorization: Bearer <token>` on every request, or it answers 401. Without one it binds
@@ -402,7 +361,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get(HTTP_TOKEN_ENV) or None,
         help=f"the bearer token the HTTP transport asks its callers for (or {HTTP_TOKEN_ENV}, which ps cannot show)",
     )
-    parser.add_argument("--poll", type=float, default=2.0, help="seconds between reads where the service cannot long-poll")
+    parser.add_argument("--poll", type=float, default=2.0, help="seconds between reads where long polls are missing")
     parser.add_argument(
         "--state-key",
         default=os.environ.get(STATE_KEY_ENV) or None,
