@@ -4,14 +4,17 @@ An agent (suspensions-mcp's URL-mode elicitation) hands its person the link
 `POST /api/v1/approvals/{id}/link` minted (approval_links.py). It names no
 approver, so it only opens the approval's page to a signed-in approver of its
 scope, who decides there with the page's own form and the same refusals. It
-decides nothing itself and writes nothing. Refused, each with a page: a
+decides nothing itself and writes nothing. A visitor not signed in signs in
+first, the token waiting in the session (as an email link's does, act.py). Refused, each with a page: a
 tampered or foreign token and an approval outside the approver's scopes (404,
 leaking nothing), an expired link (410), and a used one: the approval was
 decided, or its run moved past the revision the link was minted at (409).
 """
 
+from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -21,12 +24,33 @@ from ..principals import principal_of
 from .access import staff_required
 from .act import TEMPLATE, Refusal
 
+# The link opened before signing in, until `resume` takes the approver back to it: never in the sign-in page's
+# `next`, a URL that proxies log (docs/deploy.md, "Logs").
+WAITING_LINK = "suspensions.approval_link"
 NOT_FOUND = Refusal(404, "Link not found", "This link is not valid, or its approval is not yours to decide.")
 
 
 @require_GET
-@staff_required
 def open_link(request: HttpRequest, token: str) -> HttpResponse:
+    if not request.user.is_authenticated:
+        request.session[WAITING_LINK] = token
+        return redirect_to_login(reverse("console:open_resume"))
+    return _open(request, token)
+
+
+@require_GET
+def resume(request: HttpRequest) -> HttpResponse:
+    """After the sign-in: back to the link the approver opened, whose token the session kept."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.path)
+    token = request.session.pop(WAITING_LINK, None)
+    if not isinstance(token, str):
+        return redirect("console:inbox")
+    return redirect("console:open_link", token)
+
+
+@staff_required
+def _open(request: HttpRequest, token: str) -> HttpResponse:
     link = approval_links.read(token)
     try:
         if link is None:

@@ -16,6 +16,7 @@ urlpatterns = [
     path("approvals/<uuid:pk>/extend", approvals.extend, name="extend"),
     path("act/", act.resume, name="act_resume"),
     path("act/<str:token>", act.act, name="act"),
+    path("open/", open_link.resume, name="open_resume"),
     path("open/<str:token>", open_link.open_link, name="open_link"),
     path("runs/", views.runs, name="runs"),
     path("runs/<uuid:pk>/", views.run, name="run"),

@@ -15,6 +15,7 @@ from django.urls import reverse
 from suspensions import approval_links, keys
 from suspensions.clock import db_now
 from suspensions.models import Run, Suspension
+from suspensions.observability import redact
 from tests.helpers import approval_pause, client, member, pause, problem, refused, snapshot
 
 pytestmark = pytest.mark.django_db
@@ -56,10 +57,20 @@ def test_an_engine_gets_a_sealed_link_that_opens_the_approval_page_for_an_approv
     assert snapshot() == before  # opening decides nothing
 
 
-def test_a_signed_out_visitor_is_sent_to_sign_in_first(token):
-    url = path_of(mint(engine_of(token), approval_pause().pk)["url"])
-    answer = Client().get(url)
+def test_a_signed_out_visitor_signs_in_first_and_the_token_never_rides_the_sign_in_url(token):
+    approval = approval_pause()
+    url = path_of(mint(engine_of(token), approval.pk)["url"])
+    member("alice", {"acme": ["approver"]}, is_staff=True)
+    browser = Client()
+
+    answer = browser.get(url)
+
     assert answer.status_code == 302 and answer["Location"].startswith(reverse(settings.LOGIN_URL))
+    assert url.rsplit("/", 1)[1] not in answer["Location"]  # the token waits in the session, not in `next`
+    assert browser.login(username="alice", password="pw")
+    back = browser.get(reverse("console:open_resume"))
+    assert back.status_code == 302 and back["Location"] == url
+    assert browser.get(url)["Location"] == reverse("console:approval", args=[approval.pk])
 
 
 def decide_in_console(browser, approval, decision, reason):
@@ -135,3 +146,10 @@ def test_minting_for_a_decided_or_expired_approval_is_refused(token):
     Suspension.objects.filter(pk=late.pk).update(expires_at=db_now() - timedelta(seconds=5))
     answer = engine_of(token).post(f"/api/v1/approvals/{late.pk}/link")
     problem(answer, 410, "suspension_expired")
+
+
+def test_no_log_line_shows_a_links_token(token):
+    url = path_of(mint(engine_of(token), approval_pause().pk)["url"])
+    secret = url.rsplit("/", 1)[1]
+    assert redact.path(url) == "/console/open/<redacted>"
+    assert secret not in redact.text(f"GET {url} 302 next=%2Fconsole%2Fopen%2F{secret}")
