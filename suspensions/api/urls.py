@@ -40,6 +40,7 @@ urlpatterns = [
     path("approvals", views.ApprovalList.as_view(), name="approvals"),
     path("approvals/decide", decisions.DecideMany.as_view(), name="approvals-decide"),
     path("approvals/<uuid:pk>", approvals.ApprovalDetail.as_view(), name="approval"),
+    path("approvals/<uuid:pk>/link", approvals.ApprovalLink.as_view(), name="approval-link"),
     path("approvals/<uuid:pk>/decide", views.Decide.as_view(), name="approval-decide"),
     path("admissions", views.AdmissionList.as_view(), name="admissions"),
     path("admissions/<uuid:pk>/start", views.StartAdmission.as_view(), name="admission-start"),

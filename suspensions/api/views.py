@@ -142,7 +142,11 @@ def callback_url(request: Request, suspension: Suspension) -> str:
 
     Its built-in default names a laptop's `make run`, no deployment: left at it, the host asked is the better guess.
     """
-    path = reverse("callback", kwargs={"token": services.callback_token(suspension)})
+    return absolute_url(request, reverse("callback", kwargs={"token": services.callback_token(suspension)}))
+
+
+def absolute_url(request: Request, path: str) -> str:
+    """`path` on CONSOLE_BASE_URL when it is set, else on the request's own host (see `callback_url`)."""
     base = settings.CONSOLE_BASE_URL
     return request.build_absolute_uri(path) if base == settings.CONSOLE_BASE_URL_DEFAULT else f"{base}{path}"
 

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import act, approvals, bulk, closures, floors, role_mappings, routes, signin, views, webhooks
+from . import act, approvals, bulk, closures, floors, open_link, role_mappings, routes, signin, views, webhooks
 
 app_name = "console"
 
@@ -16,6 +16,8 @@ urlpatterns = [
     path("approvals/<uuid:pk>/extend", approvals.extend, name="extend"),
     path("act/", act.resume, name="act_resume"),
     path("act/<str:token>", act.act, name="act"),
+    path("open/", open_link.resume, name="open_resume"),
+    path("open/<str:token>", open_link.open_link, name="open_link"),
     path("runs/", views.runs, name="runs"),
     path("runs/<uuid:pk>/", views.run, name="run"),
     path("uncertain/", views.uncertain, name="uncertain"),

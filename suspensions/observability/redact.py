@@ -1,10 +1,11 @@
 """Capability URLs never reach a log line (docs/deploy.md, "Logs"; issue 50, item 1).
 
-Two routes take their capability in the path: an approver email's one-click
-link (`/console/act/<token>`, console:act) and a pause's callback URL
-(`/api/v1/callbacks/<token>`, callback). Whoever reads the path can decide
-the approval or resume the run, so every log line shows such a path as
-`/console/act/<redacted>` or `/api/v1/callbacks/<redacted>`: the access line
+Three routes take their capability in the path: an approver email's one-click
+link (`/console/act/<token>`, console:act), a pause's callback URL
+(`/api/v1/callbacks/<token>`, callback) and an approval's sealed link
+(`/console/open/<token>`, console:open_link). Whoever reads the path can decide
+the approval, resume the run, or (signed in as an approver) open the page, so every
+log line shows such a path as `/console/act/<redacted>` and so on: the access line
 (middleware), and every other record's final text (logs.JsonFormatter,
 logs.TextFormatter): Django's "Not Found: <path>" and CSRF warnings, a
 traceback, Celery's lines, gunicorn's error log (gunicorn.conf.py). nginx's
@@ -22,7 +23,7 @@ from django.core.exceptions import AppRegistryNotReady, ImproperlyConfigured
 from django.urls import NoReverseMatch, reverse
 
 # The URL names whose one path argument is a capability.
-CAPABILITY_ROUTES = ("console:act", "callback")
+CAPABILITY_ROUTES = ("console:act", "callback", "console:open_link")
 REDACTED = "<redacted>"
 _PLACEHOLDER = "capability"
 # A token's characters end at whitespace, a quote, a query or fragment, a JSON escape or a parameter.
@@ -31,7 +32,7 @@ _TOKEN = r"[^\s\"'?#&\\]+"
 
 @cache
 def prefixes() -> tuple[str, ...]:
-    """Each capability route's path up to its token: ('/console/act/', '/api/v1/callbacks/')."""
+    """Each capability route's path up to its token: ('/console/act/', '/api/v1/callbacks/', '/console/open/')."""
     return tuple(reverse(name, args=[_PLACEHOLDER]).removesuffix(_PLACEHOLDER) for name in CAPABILITY_ROUTES)
 
 

@@ -1,4 +1,5 @@
-"""The operators' answer bodies: approval floors, webhook endpoints and their messages, notification routes.
+"""The operators' answer bodies: approval floors, webhook endpoints and their messages, notification routes; and an
+approval's sealed link.
 
 Declared once, as in answers.py (its docstring says how a field keeps its bytes).
 """
@@ -8,8 +9,25 @@ from uuid import UUID
 
 from pydantic import MISSING
 
+from ..approval_links import Link
 from ..models import ApprovalFloor, NotificationRoute, WebhookEndpoint, WebhookMessage
 from .answers import Answer, Moment, absent, doc
+
+# -- an approval's sealed link (docs/api.md, "`POST /approvals/{id}/link`") -----------------------
+
+
+class ApprovalLinkOut(Answer):
+    """A link to one pending approval's console page, for the agent to hand its person."""
+
+    approval_id: UUID
+    run_id: UUID
+    url: str = doc("The console page, sealed and single use: a signed-in approver of the scope decides there.")
+    expires_at: Moment = doc("The link stops working then (the approval's deadline, at most 24 hours ahead).")
+
+    @classmethod
+    def of(cls, link: Link, url: str) -> Self:
+        return cls(approval_id=link.approval_id, run_id=link.run_id, url=url, expires_at=link.expires_at)
+
 
 # -- approval floors (docs/policies.md, "Floors") ------------------------------------------------
 

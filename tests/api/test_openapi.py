@@ -377,6 +377,7 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "extend_suspension": World.paused,
     "list_approvals": lambda w: w.paused(v.SUSPEND_APPROVAL),
     "get_approval": lambda w: w.paused(v.SUSPEND_APPROVAL),
+    "link_approval": lambda w: w.paused(v.SUSPEND_APPROVAL),
     "decide_approval": lambda w: w.paused(v.SUSPEND_APPROVAL),
     "decide_approvals": lambda w: w.paused(v.SUSPEND_APPROVAL),
     ("decide_approval", "ApproveWithEdits"): lambda w: w.paused({**v.SUSPEND_APPROVAL, "pending": [v.EDITABLE_CALL]}),

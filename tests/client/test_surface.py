@@ -29,6 +29,7 @@ METHODS = {
     "suspension-extend": ["extend_suspension"],
     "approvals": ["list_approvals"],
     "approval": ["get_approval"],
+    "approval-link": ["link_approval"],
     "approval-decide": ["decide"],
     "approvals-decide": ["decide_many"],
     "admissions": ["admitted_work"],

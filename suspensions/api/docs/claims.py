@@ -25,6 +25,21 @@ OPERATIONS = {
         "`null` afterwards.",
         errors={403: ("forbidden",), 404: ("not_found",)},
     ),
+    "link_approval": Doc(
+        tag="approvals",
+        role="engine",
+        summary="Get a sealed link to an approval's page",
+        description="For the agent that paused to hand its person (an MCP URL-mode elicitation, a chat message): "
+        "a URL of the console page where a signed-in approver of the scope decides, its state sealed by the "
+        "service. The link is single use through the decision: once the approval is decided, or the run moved "
+        "on, it is refused, and so is a tampered or expired one. Writes nothing; each call mints a fresh link.",
+        errors={
+            403: ("forbidden", "not_an_approval"),
+            404: ("not_found",),
+            409: ("not_suspended",),
+            410: ("suspension_expired",),
+        },
+    ),
     "decide_approval": Doc(
         tag="approvals",
         role="approver",
@@ -203,6 +218,18 @@ FIRST_START = v.claimed(
 EXAMPLES: dict[str, list[OpenApiExample]] = {
     "list_approvals": [answer("a page", v.pause_row(), 200)],
     "get_approval": [answer("pending", APPROVAL, 200)],
+    "link_approval": [
+        answer(
+            "a link",
+            {
+                "approval_id": v.SUSPENSION_ID,
+                "run_id": v.RUN_ID,
+                "url": "https://suspensions.example.com/console/open/gAAAAABpN0Zk...",
+                "expires_at": v.LATER,
+            },
+            200,
+        )
+    ],
     "decide_approval": [
         ex("approve", {"version": v.version(), "decision": "approve", "reason": "within policy"}),
         ex("deny", {"version": v.version(), "decision": "deny", "reason": "not allowed"}),

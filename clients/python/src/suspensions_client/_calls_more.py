@@ -22,6 +22,7 @@ from .records import (
     AgentReplyRuns,
     Approval,
     ApprovalFloor,
+    ApprovalLink,
     ClosureReceipt,
     ExpiryReceipt,
     NotificationRoute,
@@ -34,6 +35,11 @@ from .records import (
 def get_approval(suspension_id: str) -> Call[Approval]:
     """One approval, pending or decided, with what was asked (approver or auditor)."""
     return Call("GET", f"/approvals/{segment(suspension_id)}", of(Approval.from_json))
+
+
+def link_approval(suspension_id: str) -> Call[ApprovalLink]:
+    """A sealed, single-use link to a pending approval's console page, to hand a person (engine). Writes nothing."""
+    return Call("POST", f"/approvals/{segment(suspension_id)}/link", of(ApprovalLink.from_json))
 
 
 def extend_suspension(

@@ -71,6 +71,7 @@ class Endpoints:
     extend_suspension = Op(more.extend_suspension)
     list_approvals = Op(calls.list_approvals)
     get_approval = Op(more.get_approval)
+    link_approval = Op(more.link_approval)
     decide = Op(calls.decide)
     decide_many = Op(calls.decide_many)
     # receipts, closures, flow waits, discovery

@@ -73,6 +73,27 @@ class Approval:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ApprovalLink:
+    """A sealed link to a pending approval's console page, for the agent to hand its person (single use)."""
+
+    approval_id: str
+    run_id: str
+    url: str
+    expires_at: datetime
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> ApprovalLink:
+        return cls(
+            approval_id=data["approval_id"],
+            run_id=data["run_id"],
+            url=data["url"],
+            expires_at=at(data["expires_at"]),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class ExpiryReceipt:
     """Proof that an admitted continuation expired before it was started (T9)."""
 

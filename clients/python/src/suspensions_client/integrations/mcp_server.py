@@ -5,7 +5,9 @@
 
 Tools: `request_approval` registers a run (tagged `suspensions-mcp`) and
 pauses it for approval of one tool call (the approval id and the console
-link come back at once); `get_approval` reads its state and decision;
+link come back at once; a client with URL-mode elicitation is sent to the
+approval's page instead and gets the decision, spent once: mcp_elicit.py);
+`get_approval` reads its state and decision;
 `wait_for_decision` waits, at most `timeout_seconds`, for the decision;
 `claim_approval` spends an approved (or answered) decision of this server's
 own request: it starts and completes the run, once. The token needs the
@@ -26,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hmac
-import ipaddress
 import json
 import os
 import sys
@@ -37,18 +37,26 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from starlette.types import ASGIApp, Receive, Scope, Send
+from mcp.server.request_state import RequestStateSecurity
+from mcp_types import InputRequiredResult
+from starlette.types import ASGIApp
 
 from ..aio import AsyncClient
-from ..errors import ClientError, SuspensionsError
+from ..errors import ClientError, NotFound, SuspensionsError
 from ..records import Approval
+from . import mcp_elicit
+from .mcp_http import BearerGate, loopback
 
 MAX_WAIT_SECONDS = 600.0  # one tool call must not hold an MCP client's request open for longer
 DECIDED = {"approved", "responded"}  # the states that admitted the run: its engine may start it
 MARKER = "suspensions-mcp"  # the tag on every run this server registers: claim_approval starts only those
 HTTP_TOKEN_ENV = "SUSPENSIONS_MCP_HTTP_TOKEN"
+STATE_KEY_ENV = "SUSPENSIONS_MCP_STATE_KEY"
+# How long a sealed request_state (2026-07-28) stays good: the client retries once the person has the page open.
+STATE_SECONDS = 3600.0
+LONG_POLL_SECONDS = 20  # each long poll of the run: below the client's HTTP timeout (30 s)
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class Settings:
     url: str
     token: str
     poll_seconds: float = 2.0
+    state_key: str | None = None  # seals request_state; None: a key of this process only (lost on restart)
 
 
 def build(settings: Settings) -> MCPServer:
@@ -63,6 +72,7 @@ def build(settings: Settings) -> MCPServer:
     server = MCPServer(
         "suspensions",
         instructions="Ask a person to approve a tool call before running it; run it only once approved.",
+        request_state_security=state_security(settings.state_key),
     )
 
     @server.tool()
@@ -70,20 +80,28 @@ def build(settings: Settings) -> MCPServer:
         agent_id: str,
         tool: str,
         arguments: dict[str, Any],
+        ctx: Context,
         scope: str | None = None,
         ttl_seconds: int = 3600,
         policy: dict[str, Any] | None = None,
         summary: str = "",
         editable: bool = True,
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | InputRequiredResult:
         """Pause for a person's approval of calling `tool` with `arguments`; returns the approval id and link.
 
         `policy` is `{quorum, exclude_requester, on_expiry}`; `summary` tells the approver why; with
         `editable` the approver may change the arguments (run the call with `approved_calls`, never your own).
+        A client with URL elicitation opens the approval's page for its person and gets the decision: approved,
+        the approval is already spent (`claimed`) and `approved_calls` may run; denied, a tool error.
         """
         call = {"id": "call_1", "name": tool, "arguments": arguments, "editable": editable}
         async with client_for(settings) as client:
-            return await request(client, settings, agent_id, call, scope, ttl_seconds, policy, summary)
+            if ctx.request_state is not None:
+                return await after_elicitation(client, settings, ctx)
+            asked = await request(client, settings, agent_id, call, scope, ttl_seconds, policy, summary)
+            if not mcp_elicit.can_elicit_url(ctx):
+                return asked  # no URL elicitation: the approval to wait for and claim with the other tools
+            return await elicit(client, settings, ctx, asked, tool)
 
     @server.tool()
     async def get_approval(approval_id: str) -> dict[str, Any]:
@@ -112,6 +130,45 @@ def build(settings: Settings) -> MCPServer:
 
 def client_for(settings: Settings) -> AsyncClient:
     return AsyncClient(settings.url, settings.token)
+
+
+def state_security(key: str | None) -> RequestStateSecurity:
+    if key:
+        return RequestStateSecurity(keys=[key], ttl=STATE_SECONDS)
+    return RequestStateSecurity.ephemeral(ttl=STATE_SECONDS)
+
+
+async def elicit(
+    client: AsyncClient, settings: Settings, ctx: Context, asked: dict[str, Any], tool: str
+) -> dict[str, Any] | InputRequiredResult:
+    """Send the person to the approval's page (URL elicitation), then settle it; a decline keeps it pending."""
+    with problems_as_tool_errors():
+        url = await mcp_elicit.link_for(client, asked["approval_id"])
+    message = mcp_elicit.message_for(asked, tool)
+    if mcp_elicit.modern(ctx):
+        return mcp_elicit.first_round(asked, url, message)
+    if not await mcp_elicit.mid_call(ctx, asked, url, message):
+        return asked
+    return await settle(client, settings, asked["approval_id"])
+
+
+async def after_elicitation(client: AsyncClient, settings: Settings, ctx: Context) -> dict[str, Any]:
+    """The retry of a 2026-07-28 round trip: the sealed state names the approval; settle it, once."""
+    approval_id = mcp_elicit.state_of(ctx)
+    if not mcp_elicit.accepted(ctx):
+        return await read(client, approval_id)  # the person declined: the approval stays pending, as today
+    return await settle(client, settings, approval_id)
+
+
+async def settle(client: AsyncClient, settings: Settings, approval_id: str) -> dict[str, Any]:
+    """Wait for the decision; approved: spend it (once), so the caller may run `approved_calls`; else refuse."""
+    state = await wait(client, settings, approval_id, MAX_WAIT_SECONDS)
+    if state["status"] == "pending":
+        return state  # `timed_out`: wait_for_decision and claim_approval take it from here
+    if state["status"] not in DECIDED:
+        reason = f": {state['reason']}" if state["reason"] else ""
+        raise ToolError(f"not_approved: the approval is {state['status']}{reason}; do not run its call")
+    return await claim(client, approval_id)
 
 
 async def request(
@@ -185,13 +242,34 @@ def claimable(approval: Approval) -> str:
 
 
 async def wait(client: AsyncClient, settings: Settings, approval_id: str, timeout: float) -> dict[str, Any]:
+    """Long-polls the run (`GET /runs/{id}/wait`) between reads; polls every `poll_seconds` where it is missing."""
     deadline = time.monotonic() + max(0.0, min(timeout, MAX_WAIT_SECONDS))
+    long_poll = True
     while True:
-        state = await read(client, approval_id)
+        with problems_as_tool_errors():
+            approval = await client.get_approval(approval_id)
         left = deadline - time.monotonic()
-        if state["status"] != "pending" or left <= 0:
-            return {**state, "timed_out": state["status"] == "pending"}
-        await asyncio.sleep(min(settings.poll_seconds, left))
+        if approval.status != "pending" or left <= 0:
+            return {**view(approval), "timed_out": approval.status == "pending"}
+        if long_poll and approval.version is not None:
+            long_poll = await hold(client, approval, left)
+        else:
+            await asyncio.sleep(min(settings.poll_seconds, left))
+
+
+async def hold(client: AsyncClient, approval: Approval, left: float) -> bool:
+    """One long poll until the run moves (or about `left` seconds); False where the service has no such endpoint."""
+    assert approval.version is not None
+    seconds = max(1, min(LONG_POLL_SECONDS, int(left)))
+    try:
+        await client.wait_run(approval.run_id, after_revision=approval.version.run_revision, timeout=seconds)
+    except NotFound:
+        return False  # a service older than the long poll (or the run is gone: the next read says which)
+    except SuspensionsError as error:
+        raise ToolError(f"{error.code or error.status}: {error.detail or error.title}") from error
+    except ClientError as error:
+        raise ToolError(str(error)) from error
+    return True
 
 
 def view(approval: Approval) -> dict[str, Any]:
@@ -233,7 +311,7 @@ def problems_as_tool_errors() -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    server = build(Settings(args.url, args.token, args.poll))
+    server = build(Settings(args.url, args.token, args.poll, args.state_key))
     if args.transport == "stdio":
         server.run("stdio")
     else:
@@ -256,46 +334,6 @@ def serve_http(server: MCPServer, host: str, port: int, token: str | None) -> No
             flush=True,
         )
     uvicorn.run(app, host=host, port=port, log_level=server.settings.log_level.lower())
-
-
-class BearerGate:
-    """An ASGI wrapper: every HTTP request (session creation included) needs `Authorization: Bearer <token>`."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self.allows(scope):
-            await unauthorized(send)
-            return
-        await self.app(scope, receive, send)
-
-    def allows(self, scope: Scope) -> bool:
-        headers = dict(scope.get("headers") or [])
-        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        # Compared in constant time, so the answer's timing tells nothing of the token.
-        return hmac.compare_digest(given.strip(), self.expected) and scheme.lower() == b"bearer"
-
-
-async def unauthorized(send: Send) -> None:
-    body = json.dumps({"error": "unauthorized", "detail": "this MCP server wants its bearer token"}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", b'Bearer realm="suspensions-mcp"'),
-    ]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a name other than localhost may resolve anywhere
 
 
 EPILOG = f"""\
@@ -323,7 +361,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get(HTTP_TOKEN_ENV) or None,
         help=f"the bearer token the HTTP transport asks its callers for (or {HTTP_TOKEN_ENV}, which ps cannot show)",
     )
-    parser.add_argument("--poll", type=float, default=2.0, help="seconds between reads while waiting")
+    parser.add_argument("--poll", type=float, default=2.0, help="seconds between reads where long polls are missing")
+    parser.add_argument(
+        "--state-key",
+        default=os.environ.get(STATE_KEY_ENV) or None,
+        help=f"seals the request_state of URL elicitation (or {STATE_KEY_ENV}; 32+ bytes; shared by every instance)",
+    )
     args = parser.parse_args(argv)
     if not args.token:
         parser.error("give --token or set SUSPENSIONS_TOKEN")
