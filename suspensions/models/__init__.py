@@ -24,7 +24,16 @@ from .notifications import (
     NotificationKind,
     NotificationRoute,
 )
-from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
+from .push import (
+    OPERATOR_WEBHOOK_FORMATS,
+    DeliveryAttempt,
+    EventType,
+    MessageStatus,
+    OutboxEvent,
+    WebhookEndpoint,
+    WebhookFormat,
+    WebhookMessage,
+)
 from .slack import SlackChannel, SlackIdentity
 
 __all__ = [
@@ -71,6 +80,7 @@ __all__ = [
     "SweepHeartbeat",
     "WebhookEndpoint",
     "WebhookFormat",
+    "OPERATOR_WEBHOOK_FORMATS",
     "WebhookMessage",
 ]
 

@@ -15,6 +15,10 @@ class WebhookFormat(models.TextChoices):
     A2A = "a2a"
 
 
+# What an operator may create through the webhook API and console: an `a2a` endpoint is made by A2A only.
+OPERATOR_WEBHOOK_FORMATS = (WebhookFormat.STANDARD.value, WebhookFormat.SLACK.value)
+
+
 class EventType(models.TextChoices):
     """What an outbox event announces (docs/api.md, "8. Push: webhooks"): the `type` of every webhook body."""
 

@@ -126,7 +126,7 @@ def _new(principal: Principal, found: ApprovalOut, config_id: str, fields: dict[
     return endpoint
 
 
-def unsubscribe(*, principal: Principal, task_id: str, config_id: str) -> None:
+def unsubscribe(principal: Principal, task_id: str, config_id: str) -> None:
     """Delete the subscription (its pending messages with it: nothing more is sent)."""
     found = task(principal, task_id)
     if not principal.can(Role.APPROVER, found.scope):
