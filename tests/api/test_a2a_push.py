@@ -128,6 +128,8 @@ def test_the_fan_out_sends_a_subscription_its_own_tasks_changes_only():
     mine, other = approval_pause(), approval_pause()
     token = secret()
     call(token, "CreateTaskPushNotificationConfig", config(str(mine.suspension_id), id="hook-1"))
+    call(token, "CreateTaskPushNotificationConfig", config(str(mine.suspension_id), id="hook-2"))
+    call(token, "DeleteTaskPushNotificationConfig", {"taskId": str(mine.suspension_id), "id": "hook-2"})
     endpoint = WebhookEndpoint.objects.get(config_id="hook-1")
     fanned_out()
     assert bodies(endpoint) == []  # the pause was requested before: no change since the config
@@ -142,3 +144,5 @@ def test_the_fan_out_sends_a_subscription_its_own_tasks_changes_only():
     update = sent[0].status_update
     assert (update.task_id, update.context_id) == (str(mine.suspension_id), str(mine.run_id))
     assert update.metadata["type"] == "approval.decided"
+    # The deleted config got nothing: every A2A message is hook-1's.
+    assert WebhookMessage.objects.filter(endpoint__format=WebhookFormat.A2A).count() == 1
