@@ -43,8 +43,8 @@ from ..approval_reads import find_approval
 from ..exceptions import InvalidRequest, NotFound, ServiceError, Unauthenticated, Unavailable
 from ..models import WebhookEndpoint
 from ..principals import Principal
-from ..services import a2a_push
 from ..problems import problem_json_response
+from ..services import a2a_push
 from ..wire import requests
 from ..wire.answers import ApprovalOut
 from . import a2a_card, views

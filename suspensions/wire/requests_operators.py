@@ -6,7 +6,13 @@ from typing import Annotated, Self
 
 from pydantic import Field, model_validator
 
-from ..models import OPERATOR_WEBHOOK_FORMATS, ROUTE_EVENT_TYPES, WEBHOOK_EVENT_TYPES, NotificationChannel, WebhookFormat
+from ..models import (
+    OPERATOR_WEBHOOK_FORMATS,
+    ROUTE_EVENT_TYPES,
+    WEBHOOK_EVENT_TYPES,
+    NotificationChannel,
+    WebhookFormat,
+)
 from .base import MAX_TTL, MISSING, AwareTime, Body, Kept, OneOf, Shown, Text, Trimmed, refuse
 
 Scope = Annotated[Text, Field(max_length=192)]

@@ -34,13 +34,18 @@ def test_a_config_is_stored_on_the_task_read_listed_and_deleted():
     record = approval_pause()
     task_id, token = str(record.suspension_id), secret()
     auth = {"scheme": "Bearer", "credentials": "receiver-secret"}
-    made = call(token, "CreateTaskPushNotificationConfig", config(task_id, id="hook-1", token="t-1", authentication=auth))
+    made = call(
+        token, "CreateTaskPushNotificationConfig", config(task_id, id="hook-1", token="t-1", authentication=auth)
+    )
     assert made["result"] == {"id": "hook-1", "taskId": task_id, "url": HOOK, "authentication": {"scheme": "Bearer"}}
     unnamed = call(token, "CreateTaskPushNotificationConfig", config(task_id))["result"]
     assert uuid.UUID(unnamed["id"])
     row = WebhookEndpoint.objects.get(task_id=record.suspension_id, config_id="hook-1")
     assert (row.format, row.run_id, row.scope, row.active) == (WebhookFormat.A2A, record.run_id, record.scope, True)
-    assert json.loads(row.notify_headers) == {"X-A2A-Notification-Token": "t-1", "Authorization": "Bearer receiver-secret"}
+    assert json.loads(row.notify_headers) == {
+        "X-A2A-Notification-Token": "t-1",
+        "Authorization": "Bearer receiver-secret",
+    }
     got = call(token, "GetTaskPushNotificationConfig", {"taskId": task_id, "id": "hook-1"})
     assert got["result"] == made["result"]
     listed = call(token, "ListTaskPushNotificationConfigs", {"taskId": task_id})["result"]["configs"]

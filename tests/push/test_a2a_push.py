@@ -39,7 +39,9 @@ def test_the_sdks_client_subscribes_and_the_receiver_gets_each_state_once_signed
     async def work(client: Any, card: Any) -> dict[str, Any]:
         seen: dict[str, Any] = {"push": card.capabilities.push_notifications}
         seen["set"] = await client.create_task_push_notification_config(wanted)
-        listed = await client.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=task_id))
+        listed = await client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task_id)
+        )
         seen["listed"] = [c.id for c in listed.configs]
         seen["answered"] = await sent(client, answer(task_id, "m-1", decision="approve", note="Looks right."))
         return seen
