@@ -151,3 +151,15 @@ def test_the_fan_out_sends_a_subscription_its_own_tasks_changes_only():
     assert update.metadata["type"] == "approval.decided"
     # The deleted config got nothing: every A2A message is hook-1's.
     assert WebhookMessage.objects.filter(endpoint__format=WebhookFormat.A2A).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_run_cancelled_while_its_task_waits_sends_canceled_once():
+    record = approval_pause()
+    task_id = str(record.suspension_id)
+    call(secret(), "CreateTaskPushNotificationConfig", config(task_id, id="hook-1"))
+    engine = secret("acme", "engine", "approver")
+    assert call(engine, "CancelTask", {"id": task_id})["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    fanned_out()
+    sent = bodies(WebhookEndpoint.objects.get(config_id="hook-1"))
+    assert [b.status_update.status.state for b in sent] == [TaskState.TASK_STATE_CANCELED]
