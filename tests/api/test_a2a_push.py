@@ -4,6 +4,7 @@ protocol's error and writes nothing; the fan-out sends a subscription its own ta
 
 import json
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ from a2a.types import StreamResponse, TaskState
 from django.test import Client
 from google.protobuf import json_format
 
+from suspensions import services
+from suspensions.clock import db_now
 from suspensions.models import WebhookEndpoint, WebhookFormat, WebhookMessage
 from suspensions.services import outbox
 from tests.api.test_a2a import INVALID_PARAMS, INVALID_REQUEST, NOT_FOUND, answer, call, error_code, secret
@@ -163,3 +166,14 @@ def test_a_run_cancelled_while_its_task_waits_sends_canceled_once():
     fanned_out()
     sent = bodies(WebhookEndpoint.objects.get(config_id="hook-1"))
     assert [b.status_update.status.state for b in sent] == [TaskState.TASK_STATE_CANCELED]
+
+
+@pytest.mark.django_db
+def test_a_pause_nobody_answered_in_time_sends_canceled_once():
+    record = approval_pause(ttl=60)
+    call(secret(), "CreateTaskPushNotificationConfig", config(str(record.suspension_id), id="hook-1"))
+    services.expire_batch(limit=10, now=db_now() + timedelta(hours=2))
+    fanned_out()
+    sent = bodies(WebhookEndpoint.objects.get(config_id="hook-1"))
+    assert [b.status_update.status.state for b in sent] == [TaskState.TASK_STATE_CANCELED]
+    assert sent[0].status_update.metadata["type"] == "suspension.expired"
