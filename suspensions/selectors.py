@@ -231,7 +231,8 @@ def webhook_endpoints(principal: Principal) -> QuerySet[WebhookEndpoint]:
     Unlike the evidence rows, seeing the scope is not enough: an endpoint's URL
     and deliveries are configuration of the operators' side.
     """
-    return WebhookEndpoint.objects.filter(principal.scope_q(Role.OPERATOR))
+    # A2A push subscriptions (bound to one run) are their task's, read and changed through A2A (docs/api.md, "A2A").
+    return WebhookEndpoint.objects.filter(principal.scope_q(Role.OPERATOR), run_id__isnull=True)
 
 
 def notification_routes(principal: Principal) -> QuerySet[NotificationRoute]:

@@ -17,10 +17,15 @@ from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
     Message,
     SendMessageRequest,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils import errors
@@ -36,8 +41,10 @@ from starlette.requests import Request as StarletteRequest
 from .. import selectors, services
 from ..approval_reads import find_approval
 from ..exceptions import InvalidRequest, NotFound, ServiceError, Unauthenticated, Unavailable
+from ..models import WebhookEndpoint
 from ..principals import Principal
 from ..problems import problem_json_response
+from ..services import a2a_push
 from ..wire import requests
 from ..wire.answers import ApprovalOut
 from . import a2a_card, views
@@ -125,6 +132,24 @@ def cancel(principal: Principal, task_id: str) -> Task:
     return task_of(approval(principal, task_id))
 
 
+def push_config(row: WebhookEndpoint) -> TaskPushNotificationConfig:
+    """A subscription as A2A shows it: never its token or credentials (every reader of the task sees it)."""
+    scheme = a2a_push.scheme_of(row)
+    config = TaskPushNotificationConfig(id=row.config_id, task_id=str(row.task_id), url=row.url)
+    if scheme:
+        config.authentication.scheme = scheme
+    return config
+
+
+def subscribe(principal: Principal, params: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
+    """The client's push config stored on its task (docs/api.md, "A2A"), answered as Get answers it."""
+    auth = (params.authentication.scheme, params.authentication.credentials)
+    row = a2a_push.subscribe(
+        principal=principal, task_id=params.task_id, config_id=params.id, url=params.url, token=params.token, auth=auth
+    )
+    return push_config(row)
+
+
 def in_sync_thread(function: Any, *args: Any) -> Any:
     """`function` in Django's sync thread, a service refusal (or a database fault) as the protocol's error."""
 
@@ -140,7 +165,8 @@ def in_sync_thread(function: Any, *args: Any) -> Any:
 
 
 class PauseHandler(RequestHandler):
-    """The SDK's request handler for pauses: GetTask, CancelTask and SendMessage; the rest are refused."""
+    """The SDK's request handler for pauses: GetTask, CancelTask, SendMessage and the push configs; the rest are
+    refused."""
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         found = await in_sync_thread(approval, context.state["principal"], params.id)
@@ -163,17 +189,29 @@ class PauseHandler(RequestHandler):
         raise errors.UnsupportedOperationError(message="Streaming is not offered: read the task with GetTask.")
         yield
 
-    async def on_create_task_push_notification_config(self, params: Any, context: ServerCallContext) -> Any:
-        raise errors.PushNotificationNotSupportedError()
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        return await in_sync_thread(subscribe, context.state["principal"], params)  # type: ignore[no-any-return]
 
-    async def on_get_task_push_notification_config(self, params: Any, context: ServerCallContext) -> Any:
-        raise errors.PushNotificationNotSupportedError()
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        principal = context.state["principal"]
+        found = await in_sync_thread(a2a_push.subscription, principal, params.task_id, params.id)
+        return push_config(found)
 
-    async def on_list_task_push_notification_configs(self, params: Any, context: ServerCallContext) -> Any:
-        raise errors.PushNotificationNotSupportedError()
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        found = await in_sync_thread(a2a_push.subscriptions, context.state["principal"], params.task_id)
+        return ListTaskPushNotificationConfigsResponse(configs=[push_config(row) for row in found])
 
-    async def on_delete_task_push_notification_config(self, params: Any, context: ServerCallContext) -> None:
-        raise errors.PushNotificationNotSupportedError()
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        principal = context.state["principal"]
+        await in_sync_thread(a2a_push.unsubscribe, principal, params.task_id, params.id)
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> Any:
         raise errors.ExtendedAgentCardNotConfiguredError()

@@ -53,7 +53,7 @@ def card(request: HttpRequest) -> dict[str, Any]:
         supported_interfaces=[
             AgentInterface(url=endpoint_url(request), protocol_binding="JSONRPC", protocol_version="1.0")
         ],
-        capabilities=AgentCapabilities(streaming=False, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=False, push_notifications=True),
         security_schemes={"bearer": bearer},
         security_requirements=[SecurityRequirement(schemes={"bearer": StringList()})],
         default_input_modes=MODES,

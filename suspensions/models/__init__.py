@@ -25,7 +25,16 @@ from .notifications import (
     NotificationKind,
     NotificationRoute,
 )
-from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
+from .push import (
+    OPERATOR_WEBHOOK_FORMATS,
+    DeliveryAttempt,
+    EventType,
+    MessageStatus,
+    OutboxEvent,
+    WebhookEndpoint,
+    WebhookFormat,
+    WebhookMessage,
+)
 from .scim import ScimGroup, ScimUser
 from .slack import SlackChannel, SlackIdentity
 
@@ -80,6 +89,7 @@ __all__ = [
     "SweepHeartbeat",
     "WebhookEndpoint",
     "WebhookFormat",
+    "OPERATOR_WEBHOOK_FORMATS",
     "WebhookMessage",
 ]
 

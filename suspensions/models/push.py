@@ -11,6 +11,12 @@ from .sealed import SealedCharField
 class WebhookFormat(models.TextChoices):
     STANDARD = "standard"
     SLACK = "slack"
+    # An A2A task's push subscription (docs/api.md, "A2A"): bound to one run, its body the task's status update.
+    A2A = "a2a"
+
+
+# What an operator may create through the webhook API and console: an `a2a` endpoint is made by A2A only.
+OPERATOR_WEBHOOK_FORMATS = (WebhookFormat.STANDARD.value, WebhookFormat.SLACK.value)
 
 
 class EventType(models.TextChoices):
@@ -51,6 +57,22 @@ class WebhookEndpoint(Scoped):
     disabled_reason = models.CharField(max_length=200, blank=True)
     created_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField()
+    # An A2A push subscription (format a2a, docs/api.md, "A2A"): the one run whose events it gets, the task (the
+    # pause) it follows, the client's config id, and the headers the client asked for (its token as
+    # X-A2A-Notification-Token, its authentication as Authorization), stored sealed as JSON. Empty otherwise.
+    run_id = models.UUIDField(null=True, blank=True)
+    task_id = models.UUIDField(null=True, blank=True)
+    config_id = models.CharField(max_length=200, blank=True, default="", db_default="")
+    notify_headers = SealedCharField(max_length=4000, blank=True, default="", db_default="", editable=False)
+
+    class Meta(Scoped.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["task_id", "config_id"], name="one_a2a_config_per_task_id"),
+        ]
+        indexes = [
+            *Scoped.Meta.indexes,
+            models.Index(fields=["run_id"], name="endpoint_bound_run", condition=Q(run_id__isnull=False)),
+        ]
 
     def __str__(self) -> str:
         return f"webhook {self.url} ({self.scope})"

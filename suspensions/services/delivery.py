@@ -36,6 +36,7 @@ pass is the net under it and the only path for longer ones. `attempts`
 counts every attempt of the message, redeliveries included.
 """
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -91,6 +92,8 @@ class Batch:
     format: str
     secrets: tuple[str, ...]
     messages: tuple[Outgoing, ...]
+    # What an A2A subscription's client asked to be sent (its token, its authentication), beside the signature.
+    extra_headers: tuple[tuple[str, str], ...] = ()
 
 
 def claim(
@@ -117,12 +120,13 @@ def claim(
         rows = cursor.fetchall()
     if not rows:
         return None
-    _, endpoint, _, _, _, url, format_, secret, previous, rotated, now, _ = rows[0]
+    _, endpoint, _, _, _, url, format_, secret, previous, rotated, now, _, extra = rows[0]
     secrets = [keys.unseal(secret)]  # raw SQL reads the columns sealed (suspensions/keys.py)
     if previous and rotated is not None and rotated > now:
         secrets.append(keys.unseal(previous))
     messages = tuple(Outgoing(r[0], r[1], r[2], r[3], r[4], r[10], r[11]) for r in rows)
-    return Batch(endpoint, url, format_, tuple(secrets), messages)
+    headers = tuple(json.loads(keys.unseal(extra)).items()) if extra else ()
+    return Batch(endpoint, url, format_, tuple(secrets), messages, headers)
 
 
 def send(batch: Batch) -> list[outbound.Outcome | None]:
@@ -165,7 +169,8 @@ def _span_attributes(batch: Batch, message: Outgoing) -> dict[str, Any]:
 def _headers(batch: Batch, message: Outgoing) -> dict[str, str]:
     if batch.format == WebhookFormat.SLACK:
         return {}
-    return outbound.signature_headers(str(message.id), message.body, batch.secrets, message.claimed_at)
+    signed = outbound.signature_headers(str(message.id), message.body, batch.secrets, message.claimed_at)
+    return signed | dict(batch.extra_headers)
 
 
 def extend_lease(messages: tuple[Outgoing, ...]) -> None:

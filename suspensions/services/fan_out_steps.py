@@ -4,7 +4,7 @@
   first) and split them into those to fan out now and those held back
   behind an earlier undispatched event of their run that this call does
   not hold; with the database clock (one statement: sql/push.py's HOLD).
-- `endpoints`: the active endpoints of some scopes, oldest first.
+- `endpoints`: the active endpoints of some scopes (a run-bound one for its run only), oldest first.
 - `dispatch`: the messages inserted (a message already there is left as it
   is) and the fanned-out events marked dispatched.
 """
@@ -37,10 +37,12 @@ def hold(
     return clock, ready, [e.id for e in found if getattr(e, "held_back")]  # noqa: B009
 
 
-def endpoints(wanted: set[str], *, top_level: bool = False) -> list[WebhookEndpoint]:
-    """The active endpoints of the `wanted` scopes, and with `top_level` those of every workspace, oldest first."""
+def endpoints(wanted: set[str], runs: set[Any], *, top_level: bool = False) -> list[WebhookEndpoint]:
+    """The active endpoints of the `wanted` scopes, and with `top_level` those of every workspace, oldest first;
+    of those bound to one run (A2A subscriptions), only the `runs`' ones."""
     match = Q(scope__in=wanted) | Q(scope_l2="") if top_level else Q(scope__in=wanted)
-    return list(WebhookEndpoint.objects.filter(match, active=True).order_by("created_at"))
+    bound = Q(run_id__isnull=True) | Q(run_id__in=runs)
+    return list(WebhookEndpoint.objects.filter(match, bound, active=True).order_by("created_at"))
 
 
 def dispatch(messages: list[Message], events: list[OutboxEvent], now: datetime) -> None:

@@ -35,10 +35,10 @@ from django.core.cache import cache
 from django.db import transaction
 
 from .. import presenters, scopes
-from ..models import Event, OutboxEvent, WebhookEndpoint
+from ..models import Event, OutboxEvent, WebhookEndpoint, WebhookFormat
 from ..models import WebhookMessage as Message
 from ..observability import tracing
-from . import announce, fan_out_steps, notifications, wakeups
+from . import a2a_notices, announce, fan_out_steps, notifications, wakeups
 from .sql.rows import Writes
 
 log = logging.getLogger(__name__)
@@ -208,7 +208,9 @@ def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
     everywhere = any(e.scope == SYSTEM for e in events)
     if not wanted and not everywhere:
         return []
-    endpoints = fan_out_steps.endpoints(wanted, top_level=everywhere)
+    runs = {e.run_id for e in events if e.run_id is not None}
+    endpoints = fan_out_steps.endpoints(wanted, runs, top_level=everywhere)
+    tasks = a2a_notices.statuses(e for e in endpoints if e.format == WebhookFormat.A2A)
     messages = []
     for event in events:
         for endpoint in endpoints:
@@ -216,12 +218,15 @@ def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
                 continue
             if endpoint.event_types and event.type not in endpoint.event_types:
                 continue
+            body = _body(event, endpoint, tasks)
+            if body is None:
+                continue
             message = Message(
                 endpoint=endpoint,
                 event_id=event.id,
                 run_id=event.run_id,
                 type=event.type,
-                body=presenters.webhook_body(event, endpoint.format),
+                body=body,
                 next_attempt_at=now,
                 created_at=now,
                 traceparent=event.traceparent,
@@ -231,8 +236,18 @@ def _messages(events: list[OutboxEvent], now: datetime) -> list[Message]:
     return messages
 
 
+def _body(event: OutboxEvent, endpoint: WebhookEndpoint, tasks: dict[str, str]) -> str | None:
+    """The message's body; an A2A subscription's is its task's status update, None when its state is unchanged."""
+    if endpoint.format != WebhookFormat.A2A:
+        return presenters.webhook_body(event, endpoint.format)
+    return a2a_notices.notice(event, endpoint, tasks.get(str(endpoint.task_id), ""))
+
+
 def _covers(endpoint: WebhookEndpoint, event: OutboxEvent, prefixes: list[str]) -> bool:
-    """An endpoint gets its scope's events and those below; an event of the whole service, every workspace's."""
+    """An endpoint gets its scope's events and those below; an event of the whole service, every workspace's;
+    an endpoint bound to one run (an A2A subscription), that run's only."""
+    if endpoint.run_id is not None and endpoint.run_id != event.run_id:
+        return False
     if event.scope == SYSTEM:
         return "/" not in endpoint.scope
     return endpoint.scope in prefixes

@@ -29,6 +29,7 @@ from .. import presenters, scopes, selectors
 from ..clock import db_now
 from ..exceptions import Forbidden, InvalidRequest, InvalidState, NotFound
 from ..models import (
+    OPERATOR_WEBHOOK_FORMATS,
     WEBHOOK_EVENT_TYPES,
     MessageStatus,
     OutboxEvent,
@@ -108,8 +109,8 @@ def _check_fields(scope: Any, url: Any, event_types: Any, format: Any, descripti
         raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
     check_url(url)
     types = check_event_types(event_types)
-    if format not in WebhookFormat.values:
-        raise InvalidRequest("format is unknown", errors={"format": [f"One of {', '.join(WebhookFormat.values)}."]})
+    if format not in OPERATOR_WEBHOOK_FORMATS:
+        raise InvalidRequest("format is unknown", errors={"format": [f"One of {', '.join(OPERATOR_WEBHOOK_FORMATS)}."]})
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
         raise InvalidRequest("description is too long", errors={"description": [f"At most {MAX_DESCRIPTION}."]})
     return types

@@ -6,7 +6,13 @@ from typing import Annotated, Self
 
 from pydantic import Field, model_validator
 
-from ..models import ROUTE_EVENT_TYPES, WEBHOOK_EVENT_TYPES, NotificationChannel, WebhookFormat
+from ..models import (
+    OPERATOR_WEBHOOK_FORMATS,
+    ROUTE_EVENT_TYPES,
+    WEBHOOK_EVENT_TYPES,
+    NotificationChannel,
+    WebhookFormat,
+)
 from .base import MAX_TTL, MISSING, AwareTime, Body, Kept, OneOf, Shown, Text, Trimmed, refuse
 
 Scope = Annotated[Text, Field(max_length=192)]
@@ -22,7 +28,7 @@ class CreateWebhook(Body):
     event_types: list[Annotated[str, OneOf(WEBHOOK_EVENT_TYPES)]] = Field(
         default_factory=list, description="The event types to receive; empty or absent: every type."
     )
-    format: Annotated[str, OneOf(tuple(WebhookFormat.values))] = Field(
+    format: Annotated[str, OneOf(OPERATOR_WEBHOOK_FORMATS)] = Field(
         WebhookFormat.STANDARD.value,
         description="`standard`: signed Standard Webhooks JSON; `slack`: an unsigned Slack incoming-webhook message.",
     )

@@ -12,7 +12,7 @@ from suspensions.models import Approval, Run
 from suspensions.tokens import create_token
 from tests.helpers import approval_pause, snapshot
 
-NOT_FOUND, NOT_CANCELABLE, PUSH_UNSUPPORTED, UNSUPPORTED = -32001, -32002, -32003, -32004
+NOT_FOUND, NOT_CANCELABLE, UNSUPPORTED = -32001, -32002, -32004
 PARSE, INVALID_REQUEST, NO_METHOD, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
 
@@ -56,7 +56,7 @@ def test_the_card_is_public_and_names_the_skill_the_endpoint_and_bearer_auth():
         {"url": "http://testserver/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
     ]
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
-    assert card["capabilities"] == {"streaming": False, "pushNotifications": False}
+    assert card["capabilities"] == {"streaming": False, "pushNotifications": True}
 
 
 @pytest.mark.django_db
@@ -177,7 +177,8 @@ def test_malformed_json_rpc_gets_the_protocol_error_never_a_500():
     assert error_code(call(token, "ListTasks", {})) == UNSUPPORTED
     assert error_code(call(token, "SendStreamingMessage", answer(str(uuid.uuid4()), {}))) == UNSUPPORTED
     config = {"taskId": str(uuid.uuid4()), "url": "https://example.com/hook"}
-    assert error_code(call(token, "CreateTaskPushNotificationConfig", config)) == PUSH_UNSUPPORTED
+    assert error_code(call(token, "CreateTaskPushNotificationConfig", config)) == NOT_FOUND
+    assert error_code(call(token, "CreateTaskPushNotificationConfig", {"url": 7})) == INVALID_PARAMS
     assert snapshot() == before
 
 

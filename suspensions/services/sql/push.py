@@ -84,7 +84,7 @@ WITH c AS (
     SELECT id, attempts, statement_timestamp(), NULL, %(in_flight)s, 0 FROM leased
 )
 SELECT l.id, l.endpoint_id, l.run_id, l.body, l.attempts, e.url, e.format, e.secret, e.previous_secret,
-       e.previous_secret_expires_at, statement_timestamp(), l.traceparent
+       e.previous_secret_expires_at, statement_timestamp(), l.traceparent, e.notify_headers
 FROM leased l JOIN {ENDPOINT} e ON e.id = l.endpoint_id
 ORDER BY l.event_id
 """
