@@ -24,6 +24,7 @@ from .notifications import (
     NotificationKind,
     NotificationRoute,
 )
+from .retention import AuditPrune, LegalHold, PrunedRun
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
 from .slack import SlackChannel, SlackIdentity
 
@@ -38,6 +39,7 @@ __all__ = [
     "ApprovalStatus",
     "ApprovalVote",
     "AuditCheckpoint",
+    "AuditPrune",
     "AuditRunHead",
     "ClosureReceipt",
     "DeliveryAttempt",
@@ -47,6 +49,7 @@ __all__ = [
     "ExpiryReceipt",
     "FlowWait",
     "IdempotencyKey",
+    "LegalHold",
     "Membership",
     "MessageStatus",
     "Notification",
@@ -59,6 +62,7 @@ __all__ = [
     "NotificationRoute",
     "OnExpiry",
     "OutboxEvent",
+    "PrunedRun",
     "Reason",
     "Role",
     "Run",
