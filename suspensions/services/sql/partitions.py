@@ -24,7 +24,7 @@ LOCK_HOLDS = "LOCK TABLE suspensions_legalhold IN SHARE MODE"
 KEEP = f"CREATE TEMP TABLE suspensions_kept_events ON COMMIT DROP AS SELECT * FROM {EVENT} WHERE at < %s AND run_id = ANY(%s::uuid[])"
 DROP_MONTH = f"ALTER TABLE {EVENT} DETACH PARTITION {{name}}; DROP TABLE {{name}}"
 EMPTY_DEFAULT = f"DELETE FROM {DEFAULT} WHERE at < %s"
-PUT_BACK = f"INSERT INTO {EVENT} SELECT * FROM suspensions_kept_events"
+PUT_BACK = f"INSERT INTO {EVENT} SELECT * FROM suspensions_kept_events; DROP TABLE suspensions_kept_events"
 
 
 def month_of(name: str) -> date | None:
