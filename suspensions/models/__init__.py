@@ -24,8 +24,8 @@ from .notifications import (
     NotificationKind,
     NotificationRoute,
 )
-from .retention import AuditPrune, LegalHold, PrunedRun
 from .push import DeliveryAttempt, EventType, MessageStatus, OutboxEvent, WebhookEndpoint, WebhookFormat, WebhookMessage
+from .retention import AuditPrune, LegalHold, PrunedRun
 from .slack import SlackChannel, SlackIdentity
 
 __all__ = [

@@ -388,7 +388,9 @@ def verify_all(*, scope: str | None = None, run_id: str | None = None) -> Report
             report.problems.append(prefix.problem or f"run {rid}: {walked.problem}")
             continue
         for name, head, count in lines.get(rid, []):
-            problem = None if count <= prefix.count else sealed_line_problem(rid, name, head, count, events, prefix.count)
+            problem = (
+                None if count <= prefix.count else sealed_line_problem(rid, name, head, count, events, prefix.count)
+            )
             if problem:
                 report.problems.append(problem)
                 break
@@ -402,7 +404,9 @@ def _sealed_runs_without_events(
 ) -> list[str]:
     """Sealed runs whose events are all gone, but not by pruning (every line within a sealed pruned prefix);
     under --scope only those whose run row is in it (or gone too)."""
-    gone = sorted(r for r in lines if r not in seen and (run_id is None or r == run_id) and not _all_pruned(r, lines, prefixes))
+    gone = sorted(
+        r for r in lines if r not in seen and (run_id is None or r == run_id) and not _all_pruned(r, lines, prefixes)
+    )
     if scope is None or not gone:
         return gone
     elsewhere = {

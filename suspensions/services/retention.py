@@ -89,9 +89,9 @@ def create_hold(*, principal: Principal, scope: str | None, run_id: UUID | None,
         raise InvalidRequest("reason is required", errors={"reason": [f"Say why, in at most {MAX_REASON}."]})
     if scope is not None and not scopes.is_valid(scope):
         raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
-    if scope is None:
+    if run_id is not None:
         scope = _run_scope(principal, run_id)
-    elif not _may_hold(principal, scope):
+    elif scope is None or not _may_hold(principal, scope):
         raise Forbidden(f"the 'auditor' or 'operator' role is required in scope '{scope}'")
     with transaction.atomic():
         hold = LegalHold(run_id=run_id, reason=reason.strip(), created_by=principal.name, created_at=db_now())
@@ -101,7 +101,7 @@ def create_hold(*, principal: Principal, scope: str | None, run_id: UUID | None,
     return hold
 
 
-def _run_scope(principal: Principal, run_id: UUID | None) -> str:
+def _run_scope(principal: Principal, run_id: UUID) -> str:
     """The scope of a run the principal holds as auditor or operator; 404 otherwise, leaking nothing."""
     run = selectors.runs(principal).filter(id=run_id).only("scope").first()
     if run is None or not _may_hold(principal, run.scope):
@@ -181,7 +181,9 @@ def prune() -> AuditPrune | None:
             held_runs=len(walked.held),
             checkpoints=[[c.workspace, c.seq] for c in checkpoints],
         )
-    log.info("pruned %s events of %s runs before %s; %s runs kept", record.events, record.runs, before, record.held_runs)
+    log.info(
+        "pruned %s events of %s runs before %s; %s runs kept", record.events, record.runs, before, record.held_runs
+    )
     return record
 
 

@@ -44,7 +44,9 @@ def test_events_written_before_partitioning_keep_ids_tx_and_hashes_and_verify_af
         assert relkind() == "r"
         s = pause(engine)
         assert resume(engine, s).status_code == 201
-        old = Event(run_id=s["run_id"], kind="note", actor="t", revision=9, data={}, at=datetime(2025, 3, 4, tzinfo=UTC))
+        old = Event(
+            run_id=s["run_id"], kind="note", actor="t", revision=9, data={}, at=datetime(2025, 3, 4, tzinfo=UTC)
+        )
         old.stamp_scope("acme")
         writes = Writes()
         writes.insert_events([old])

@@ -91,7 +91,9 @@ def test_pruning_a_month_keeps_the_held_runs_and_the_kept_trail_verifies_online_
     assert [str(trail["both"].id), pruned.head, 2] in seal.runs and pruned.count == 2
     report = sealing.verify_all()
     assert report.problems == [] and report.pruned == 1
-    assert sealing.verify_run(trail["both"].id).pruned == f"pruned before event 3, sealed by checkpoint {seal.seq} of acme"
+    assert (
+        sealing.verify_run(trail["both"].id).pruned == f"pruned before event 3, sealed by checkpoint {seal.seq} of acme"
+    )
     chained(trail["both"], datetime.now(UTC), n=1)  # the chain goes on after the prune, and is sealed at 4 events
     sealing.write_checkpoint()
     assert [str(trail["both"].id), rows_of(trail["both"])[-1][1], 4] in AuditCheckpoint.objects.last().runs

@@ -32,6 +32,7 @@ from suspensions.models import (
     Event,
     ExpiryReceipt,
     FlowWait,
+    LegalHold,
     Membership,
     Notification,
     NotificationRoute,
@@ -309,6 +310,10 @@ def build_notification(scope: str) -> Notification:
     )
 
 
+def build_hold(scope: str) -> LegalHold:
+    return stamped(LegalHold, scope, reason=f"case of {scope}", created_by="token:ann", created_at=timezone.now())
+
+
 BUILDERS: dict[Any, Callable[[str], Any]] = {
     Run: build_run,
     Suspension: build_suspension,
@@ -329,6 +334,7 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
     OutboxEvent: build_outbox,
     NotificationRoute: build_route,
     Notification: build_notification,
+    LegalHold: build_hold,
 }
 
 

@@ -16,12 +16,17 @@ DEFAULT = f"{EVENT}_default"
 MONTH = re.compile(rf"{EVENT}_y(\d{{4}})m(\d{{2}})")
 
 CREATE_MONTH = "SELECT suspensions_event_partition(%s::date)"
-PARTITIONS = f"SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '{EVENT}'::regclass"
+PARTITIONS = (
+    f"SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '{EVENT}'::regclass"
+)
 # Pruning holds this until it commits: a hold made meanwhile waits, and then holds what is left.
 LOCK_HOLDS = "LOCK TABLE suspensions_legalhold IN SHARE MODE"
 # The kept runs' rows of the pruned months, put back after the months are dropped: with no partition left for
 # their month they land in the DEFAULT partition, as they were (the trigger keeps their tx and stays silent).
-KEEP = f"CREATE TEMP TABLE suspensions_kept_events ON COMMIT DROP AS SELECT * FROM {EVENT} WHERE at < %s AND run_id = ANY(%s::uuid[])"
+KEEP = (
+    f"CREATE TEMP TABLE suspensions_kept_events ON COMMIT DROP AS "
+    f"SELECT * FROM {EVENT} WHERE at < %s AND run_id = ANY(%s::uuid[])"
+)
 DROP_MONTH = f"ALTER TABLE {EVENT} DETACH PARTITION {{name}}; DROP TABLE {{name}}"
 EMPTY_DEFAULT = f"DELETE FROM {DEFAULT} WHERE at < %s"
 PUT_BACK = f"INSERT INTO {EVENT} SELECT * FROM suspensions_kept_events; DROP TABLE suspensions_kept_events"
