@@ -4,8 +4,10 @@ offline."""
 
 import json
 from datetime import UTC, datetime
+from io import StringIO
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import override_settings
 
@@ -183,3 +185,20 @@ def test_operators_and_auditors_hold_and_release_and_others_may_not(auditor, tok
     assert released["released_at"] and released["released_by"]
     problem(auditor.post(f"/api/v1/legal-holds/{made['id']}/release"), 409, "invalid_state")
     assert LegalHold.objects.get().released_by == released["released_by"]
+
+
+@override_settings(AUDIT_RETENTION_DAYS=30)
+def test_the_commands_prune_then_verify_the_kept_trail(trail):
+    out = StringIO()
+    call_command("prune_audit", stdout=out)
+    assert "pruned 8 events of 4 runs" in out.getvalue() and "sealed by checkpoint 2 of acme" in out.getvalue()
+    out = StringIO()
+    call_command("verify_audit", stdout=out)
+    assert "1 runs verified from a pruned prefix" in out.getvalue()
+    assert out.getvalue().strip().endswith("audit trail intact")
+
+
+def test_the_prune_command_says_when_retention_is_off(trail):
+    with pytest.raises(CommandError, match="AUDIT_RETENTION_DAYS is not set"):
+        call_command("prune_audit", stdout=StringIO())
+    assert Event.objects.count() == 9
