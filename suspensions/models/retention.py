@@ -50,8 +50,8 @@ class PrunedRun(models.Model):
 
 
 class AuditPrune(models.Model):
-    """One pass of pruning: the months dropped, how many events and runs went, how many held runs kept theirs,
-    and the checkpoints (`[workspace, seq]`) that sealed what went."""
+    """One pass of pruning: the months dropped, how many events and runs went, how many runs kept theirs (held, or
+    whose chain did not verify: `problems`), and the checkpoints (`[workspace, seq]`) that sealed what went."""
 
     id = models.BigAutoField(primary_key=True)
     at = models.DateTimeField()
@@ -61,6 +61,8 @@ class AuditPrune(models.Model):
     runs = models.BigIntegerField()
     held_runs = models.BigIntegerField()
     checkpoints = models.JSONField(default=list)
+    # The runs kept because their pruned events no longer verify, each with what the walk found: look at them.
+    problems = models.JSONField(default=list)
 
     def __str__(self) -> str:
         return f"pruned {self.events} events before {self.before:%Y-%m-%d}"

@@ -180,10 +180,13 @@ def prune() -> AuditPrune | None:
             runs=sum(len(v) for v in walked.lines.values()),
             held_runs=len(walked.held),
             checkpoints=[[c.workspace, c.seq] for c in checkpoints],
+            problems=walked.broken,
         )
     log.info(
         "pruned %s events of %s runs before %s; %s runs kept", record.events, record.runs, before, record.held_runs
     )
+    for problem in walked.broken:
+        log.error("pruning kept a run whose chain does not verify: %s", problem)
     return record
 
 

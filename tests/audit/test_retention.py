@@ -202,3 +202,15 @@ def test_the_prune_command_says_when_retention_is_off(trail):
     with pytest.raises(CommandError, match="AUDIT_RETENTION_DAYS is not set"):
         call_command("prune_audit", stdout=StringIO())
     assert Event.objects.count() == 9
+
+
+@override_settings(AUDIT_RETENTION_DAYS=30)
+def test_a_run_whose_pruned_events_no_longer_verify_keeps_them_and_the_record_names_it(trail):
+    target = rows_of(trail["gone"])[0][0]
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE suspensions_event SET actor = 'mallory' WHERE id = %s", [target])
+    record = retention.prune()
+    assert len(rows_of(trail["gone"])) == 2
+    assert record.held_runs == 1 and record.runs == 3
+    assert record.problems == [f"run {trail['gone'].id}: event {target}: altered (its content does not match its hash)"]
+    assert not PrunedRun.objects.filter(run_id=trail["gone"].id).exists()
