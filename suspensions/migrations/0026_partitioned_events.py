@@ -1,5 +1,5 @@
-# The events table becomes partitioned by month on `at` (docs/deploy.md, "The events table's partitions";
-# docs/decisions.md, "Events partitioned by month"), so retention drops whole months (migration 0027).
+# The events table becomes partitioned by month on `at` (docs/deploy.md, "The events table's partitions"), so
+# retention drops whole months (migration 0027; docs/auditors.md, "Retention and legal holds").
 #
 # Every row is moved as it is: id, tx, prev_hash and hash are copied, nothing is re-hashed, and the id's
 # identity sequence goes on from where it was. The rebuild drops what hung on the old table, and this

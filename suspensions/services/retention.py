@@ -193,11 +193,14 @@ def prune() -> AuditPrune | None:
 def _walk(before: datetime, holds: list[LegalHold]) -> Walked:
     """Each run's events before `before`, checked from its sealed prefix (if pruned before) to its last."""
     walked = Walked()
+    pruned = Event.objects.filter(at__lt=before).values("run_id")
+    prefixes = {str(p.run_id): p for p in PrunedRun.objects.filter(run_id__in=pruned)}
+    cut = _not_prefixes(before)
     for rid, events in sealing.runs_by_chain(None, None, before=before):
-        prefix = PrunedRun.objects.filter(run_id=rid).first()
+        prefix = prefixes.get(rid)
         start, count = (prefix.head, prefix.count) if prefix else (audit.GENESIS, 0)
         scope = events[0]["scope"]
-        if held(rid, scope, holds) or _not_a_prefix(rid, events[-1]["id"], before):
+        if rid in cut or held(rid, scope, holds):
             walked.held.add(rid)
             continue
         found = audit.walk(events, start)
@@ -210,9 +213,11 @@ def _walk(before: datetime, holds: list[LegalHold]) -> Walked:
     return walked
 
 
-def _not_a_prefix(rid: str, last_id: int, before: datetime) -> bool:
-    """Has the run a kept event older (by id) than one it would lose? Then its loss would cut its chain."""
-    return Event.objects.filter(run_id=rid, at__gte=before, id__lt=last_id).exists()
+def _not_prefixes(before: datetime) -> set[str]:
+    """The runs with a kept event older (by id) than one they would lose: dropping theirs would cut their chain."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.NOT_PREFIXES, [before, before])
+        return {str(r) for (r,) in cursor.fetchall()}
 
 
 def _record_prefixes(walked: Walked, checkpoints: list[Any], now: datetime) -> None:

@@ -138,6 +138,7 @@ KEYED = {
     "redeliver_webhook_message",
     "create_approval_floor",
     "create_notification_route",
+    "create_legal_hold",
     "disable_notification_route",
     "enable_notification_route",
     "extend_suspension",

@@ -214,3 +214,16 @@ def test_a_run_whose_pruned_events_no_longer_verify_keeps_them_and_the_record_na
     assert record.held_runs == 1 and record.runs == 3
     assert record.problems == [f"run {trail['gone'].id}: event {target}: altered (its content does not match its hash)"]
     assert not PrunedRun.objects.filter(run_id=trail["gone"].id).exists()
+
+
+@override_settings(AUDIT_RETENTION_DAYS=30)
+def test_a_run_whose_old_events_are_not_the_first_of_its_chain_keeps_them(trail):
+    """Its first event is from February (kept: no month of it is dropped), its next two from January: dropping
+    January would cut its chain in the middle, so the run keeps them."""
+    cut = RunFactory(scope="acme")
+    chained(cut, datetime(2025, 2, 3, tzinfo=UTC), n=1)
+    chained(cut, OLD, n=2)
+    record = retention.prune()
+    assert len(rows_of(cut)) == 3
+    assert record.held_runs == 1 and record.runs == 4
+    assert sealing.verify_all().problems == []

@@ -45,7 +45,7 @@ OPERATIONS = {
         summary="Create a legal hold",
         description="Keeps events past `AUDIT_RETENTION_DAYS`: give exactly one of `scope` (every run of it and "
         "below it) and `run` (one run), and a `reason`. Pruning never drops a held run's events "
-        '(docs/auditors.md, "Retention and legal holds").',
+        '(docs/auditors.md, "Retention and legal holds"). Takes an `Idempotency-Key`.',
         errors={400: ("invalid_request",), 403: ("forbidden",), 404: ("not_found",), 413: ("request_too_large",)},
     ),
     "release_legal_hold": Doc(

@@ -19,6 +19,12 @@ CREATE_MONTH = "SELECT suspensions_event_partition(%s::date)"
 PARTITIONS = (
     f"SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '{EVENT}'::regclass"
 )
+# The runs whose events before the cut are not the first of their chain: a kept event (at or after the cut) has a
+# smaller id than their last one before it. Read once per pass, by (run_id, id) on the kept months.
+NOT_PREFIXES = (
+    f"SELECT p.run_id FROM (SELECT run_id, max(id) AS last FROM {EVENT} WHERE at < %s GROUP BY run_id) p "
+    f"WHERE EXISTS (SELECT 1 FROM {EVENT} k WHERE k.run_id = p.run_id AND k.id < p.last AND k.at >= %s)"
+)
 # Pruning holds this until it commits: a hold made meanwhile waits, and then holds what is left.
 LOCK_HOLDS = "LOCK TABLE suspensions_legalhold IN SHARE MODE"
 # The kept runs' rows of the pruned months, put back after the months are dropped: with no partition left for
