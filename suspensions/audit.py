@@ -85,8 +85,11 @@ class ChainResult:
     event_id: int | None = None
 
 
-def walk(events: Sequence[Mapping[str, Any]]) -> ChainResult:
+def walk(events: Sequence[Mapping[str, Any]], start: str = GENESIS) -> ChainResult:
     """Recompute one run's chain over its events in id order; stop at the first that does not fit.
+
+    `start` is the hash the first event links to: 64 zeros, or the sealed last hash of a pruned prefix
+    (docs/auditors.md, "Verifying a pruned trail").
 
     Each event is a mapping with the covered fields plus `prev_hash` and
     `hash`. The kind of tampering is named when the rows tell it: content
@@ -97,24 +100,26 @@ def walk(events: Sequence[Mapping[str, Any]]) -> ChainResult:
     altered and re-hashed: the two leave the same trace).
     """
     stored = {e["hash"]: i for i, e in enumerate(events)}
-    prev, last_id = GENESIS, None
+    prev, last_id = start, None
     for i, e in enumerate(events):
         eid = int(e["id"])
         if last_id is not None and eid <= last_id:
             return ChainResult(i, prev, f"event {eid}: reordered (its id follows {last_id})", eid)
         if e["prev_hash"] != prev:
-            return _broken(events, i, stored, prev)
+            return _broken(events, i, stored, prev, start)
         if event_hash(prev, e) != e["hash"]:
             return ChainResult(i, prev, f"event {eid}: altered (its content does not match its hash)", eid)
         prev, last_id = e["hash"], eid
     return ChainResult(len(events), prev)
 
 
-def _broken(events: Sequence[Mapping[str, Any]], i: int, stored: Mapping[str, int], prev: str) -> ChainResult:
+def _broken(
+    events: Sequence[Mapping[str, Any]], i: int, stored: Mapping[str, int], prev: str, start: str
+) -> ChainResult:
     """Name the tampering behind a `prev_hash` that does not link to the row before it."""
     e, eid = events[i], int(events[i]["id"])
     linked = stored.get(e["prev_hash"])
-    before = events[i - 2]["hash"] if i >= 2 else GENESIS
+    before = events[i - 2]["hash"] if i >= 2 else start
     if linked is not None and linked > i:
         return ChainResult(
             i, prev, f"event {eid}: reordered (it links to event {events[linked]['id']}, a later id)", eid

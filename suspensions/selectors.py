@@ -17,6 +17,7 @@ from .models import (
     DeliveryAttempt,
     Event,
     ExpiryReceipt,
+    LegalHold,
     Notification,
     NotificationRoute,
     Reason,
@@ -238,6 +239,11 @@ def webhook_endpoints(principal: Principal) -> QuerySet[WebhookEndpoint]:
 def notification_routes(principal: Principal) -> QuerySet[NotificationRoute]:
     """Routes in scopes where the principal is an operator: configuration, like webhook endpoints."""
     return NotificationRoute.objects.filter(principal.scope_q(Role.OPERATOR))
+
+
+def legal_holds(principal: Principal) -> QuerySet[LegalHold]:
+    """Legal holds in scopes where the principal is an auditor or an operator, newest first."""
+    return LegalHold.objects.filter(principal.scope_q(Role.AUDITOR, Role.OPERATOR)).order_by("-created_at", "-id")
 
 
 def notifications(principal: Principal) -> QuerySet[Notification]:

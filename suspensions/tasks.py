@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackClientError
 
 from . import services
 from .observability import heartbeat, metrics
-from .services import audit, delivery, idempotency, notifications, outbox, reminders
+from .services import audit, delivery, idempotency, notifications, outbox, reminders, retention
 from .slack import answers
 
 log = logging.getLogger(__name__)
@@ -160,3 +160,12 @@ def slack_ephemeral(channel: str, slack_user: str, text: str) -> None:
 def slack_show_outcome(approval_id: str, channel: str, ts: str) -> None:
     """Edit an out-of-date message to its approval's outcome (slack.answers.show_outcome_later)."""
     answers.show_outcome(approval_id, channel, ts)
+
+
+@shared_task(name="suspensions.tasks.audit_partitions", ignore_result=True)
+def audit_partitions() -> int:
+    """Create the events table's partitions ahead, then prune what AUDIT_RETENTION_DAYS lets go (docs/auditors.md,
+    "Retention and legal holds"); beat, hourly. Returns how many events were pruned."""
+    retention.ensure_partitions()
+    record = retention.prune()
+    return record.events if record else 0

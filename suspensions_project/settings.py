@@ -287,6 +287,16 @@ CELERY_BEAT_SCHEDULE["audit-checkpoint"] = {
     "schedule": AUDIT_CHECKPOINT_SECONDS,
     "options": {"expires": AUDIT_CHECKPOINT_SECONDS},
 }
+# The events table's monthly partitions (docs/deploy.md, "The events table's partitions"): created this many months
+# ahead, hourly. Retention (docs/auditors.md, "Retention and legal holds"): events older than AUDIT_RETENTION_DAYS
+# are pruned a whole month at a time, after a signed checkpoint seals what goes; 0 (the default) keeps every event.
+AUDIT_PARTITIONS_AHEAD = env_int("AUDIT_PARTITIONS_AHEAD", default=2, minimum=1)
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", default=0, minimum=0)
+CELERY_BEAT_SCHEDULE["audit-partitions"] = {
+    "task": "suspensions.tasks.audit_partitions",
+    "schedule": 3600,
+    "options": {"expires": 3600},
+}
 
 # Approver emails (docs/notifications.md, "Email"). Production: EMAIL_URL (smtp://user:pass@host:587, smtp+tls://,
 # smtp+ssl://); without it EMAIL_BACKEND/EMAIL_FILE_PATH, which `make run` points at a file backend under var/mail.

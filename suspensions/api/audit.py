@@ -17,10 +17,10 @@ from rest_framework.views import APIView
 
 from .. import replicas, scopes, selectors
 from ..exceptions import Forbidden, InvalidRequest
-from ..models import AuditCheckpoint, Event, Role
+from ..models import AuditCheckpoint, Event, PrunedRun, Role
 from ..principals import Principal
 from ..services import audit
-from ..wire.answers_audit import AuditCheckpointLine, AuditEventLine, AuditLine, AuditPublicKeyOut
+from ..wire.answers_audit import AuditCheckpointLine, AuditEventLine, AuditLine, AuditPrunedLine, AuditPublicKeyOut
 from . import docs
 from .authentication import principal_of
 from .filtering import refuse_unknown
@@ -115,12 +115,21 @@ def lines(
         if len(page) < PAGE:
             break
         after = page[-1]["id"]
+    yield from pruned_lines(exported)
     held = {}
     for checkpoint in checkpoints.iterator(chunk_size=100):
         if checkpoint.workspace not in held:
             held[checkpoint.workspace] = whole(checkpoint.workspace)
         visible = checkpoint.runs if held[checkpoint.workspace] else [r for r in checkpoint.runs if r[0] in exported]
         yield _line(AuditCheckpointLine.of(checkpoint, visible).wire())
+
+
+def pruned_lines(exported: set[str]) -> Iterator[bytes]:
+    """A `pruned` line for each exported run whose first events were pruned, so its kept trail verifies offline."""
+    ids = sorted(exported)
+    for start in range(0, len(ids), PAGE):
+        for pruned in PrunedRun.objects.filter(run_id__in=ids[start : start + PAGE]).order_by("run_id"):
+            yield _line(AuditPrunedLine.of(pruned).wire())
 
 
 def _line(value: dict[str, Any]) -> bytes:

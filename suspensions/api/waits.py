@@ -191,7 +191,9 @@ def cursor_after(event_id: int | None) -> tuple[str, int]:
     """The (tx, id) of event `event_id`; with none, of the newest event (a new stream starts from now)."""
     with connection.cursor() as cursor:
         if event_id is None:
-            cursor.execute("SELECT tx::text, id FROM suspensions_event ORDER BY tx DESC, id DESC LIMIT 1")
+            # e.tx, not tx: a bare `tx` would name the output column, the text, and sort by it (all of every
+            # partition read and sorted, and '999' after '1000'); e.tx is the xid8, read along the (tx, id) index.
+            cursor.execute("SELECT e.tx::text, e.id FROM suspensions_event e ORDER BY e.tx DESC, e.id DESC LIMIT 1")
         else:
             cursor.execute("SELECT tx::text, id FROM suspensions_event WHERE id = %s", [event_id])
         row = cursor.fetchone()

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import act, approvals, bulk, closures, floors, open_link, role_mappings, routes, signin, views, webhooks
+from . import act, approvals, bulk, closures, floors, holds, open_link, role_mappings, routes, signin, views, webhooks
 
 app_name = "console"
 
@@ -39,6 +39,8 @@ urlpatterns = [
     path("webhooks/<uuid:pk>/rotate-secret", webhooks.change, {"action": "rotate"}, name="webhook_rotate"),
     path("webhooks/<uuid:pk>/messages/<uuid:message_id>/redeliver", webhooks.redeliver, name="webhook_redeliver"),
     path("notification-routes/", routes.route_list, name="routes"),
+    path("legal-holds/", holds.hold_list, name="holds"),
+    path("legal-holds/<uuid:pk>/release", holds.release, name="hold_release"),
     path("notification-routes/<uuid:pk>/disable", routes.change, {"action": "disable"}, name="route_disable"),
     path("notification-routes/<uuid:pk>/enable", routes.change, {"action": "enable"}, name="route_enable"),
     path("notification-routes/<uuid:pk>/delete", routes.change, {"action": "delete"}, name="route_delete"),

@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("suspensions", "0025_escalation_chains_and_risk"),
+        ("suspensions", "0027_retention_legal_hold"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -35,6 +35,7 @@ from .push import (
     WebhookFormat,
     WebhookMessage,
 )
+from .retention import AuditPrune, LegalHold, PrunedRun
 from .scim import ScimGroup, ScimUser
 from .slack import SlackChannel, SlackIdentity
 
@@ -51,6 +52,7 @@ __all__ = [
     "ApprovalStatus",
     "ApprovalVote",
     "AuditCheckpoint",
+    "AuditPrune",
     "AuditRunHead",
     "ClosureReceipt",
     "DeliveryAttempt",
@@ -60,6 +62,7 @@ __all__ = [
     "ExpiryReceipt",
     "FlowWait",
     "IdempotencyKey",
+    "LegalHold",
     "Membership",
     "MembershipSource",
     "OidcIdentity",
@@ -77,6 +80,7 @@ __all__ = [
     "NotificationRoute",
     "OnExpiry",
     "OutboxEvent",
+    "PrunedRun",
     "Reason",
     "Role",
     "Run",

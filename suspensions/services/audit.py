@@ -41,7 +41,7 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 
 from .. import audit
 from ..clock import db_now
-from ..models import AuditCheckpoint, AuditRunHead, Event, EventType, OutboxEvent, Run
+from ..models import AuditCheckpoint, AuditRunHead, Event, EventType, OutboxEvent, PrunedRun, Run
 from . import outbox
 from .sql.rows import Writes
 
@@ -104,6 +104,10 @@ def _changed_heads(since: datetime | None) -> dict[str, list[list[Any]]]:
         .order_by("run_id")
     )
     found = [(h["workspace"], [str(h["run_id"]), h["head"], h["count"]]) for h in heads]
+    # A pruned run's events are counted from its first, pruned ones included (its lines keep their meaning).
+    offsets = dict(PrunedRun.objects.filter(run_id__in=[f[1][0] for f in found]).values_list("run_id", "count"))
+    for _, line in found:
+        line[2] += offsets.get(UUID(line[0]), 0)
     sealed = {
         str(r.run_id): (r.head, r.count) for r in AuditRunHead.objects.filter(run_id__in=[f[1][0] for f in found])
     }
@@ -134,16 +138,26 @@ def _write_checkpoints() -> list[AuditCheckpoint]:
     changed = _changed_heads(None if last is None else last.at - grace)
     if not changed:
         return []
-    heads = AuditCheckpoint.objects.filter(workspace__in=changed).order_by("workspace", "-seq").distinct("workspace")
-    latest = {c.workspace: c for c in heads}
-    checkpoints = [_sealed(w, runs, latest.get(w), now) for w, runs in sorted(changed.items())]
-    AuditCheckpoint.objects.bulk_create(checkpoints)
+    checkpoints = seal(changed, now)
     AuditRunHead.objects.bulk_create(
         [AuditRunHead(run_id=r, head=h, count=n, seq=c.seq) for c in checkpoints for r, h, n in c.runs],
         update_conflicts=True,
         unique_fields=["run_id"],
         update_fields=["head", "count", "seq"],
     )
+    return checkpoints
+
+
+def seal(lines: dict[str, list[list[Any]]], now: datetime) -> list[AuditCheckpoint]:
+    """Write and announce the next checkpoint of each workspace in `lines` over its lines `[run_id, head, count]`.
+
+    Inside the caller's transaction; (workspace, seq) is unique, so a tick that wrote the same seq first makes
+    this raise IntegrityError. The checkpoint tick and pruning (services/retention.py) both seal through here.
+    """
+    heads = AuditCheckpoint.objects.filter(workspace__in=lines).order_by("workspace", "-seq").distinct("workspace")
+    latest = {c.workspace: c for c in heads}
+    checkpoints = [_sealed(w, runs, latest.get(w), now) for w, runs in sorted(lines.items())]
+    AuditCheckpoint.objects.bulk_create(checkpoints)
     _announce(checkpoints)
     return checkpoints
 
@@ -201,6 +215,8 @@ class RunVerdict:
     events: int
     problem: str | None
     checkpoint: int | None
+    # "pruned before event N, sealed by checkpoint K" when the run's first events were pruned.
+    pruned: str | None = None
 
 
 def chain_of(run_id: UUID | str) -> list[dict[str, Any]]:
@@ -208,11 +224,16 @@ def chain_of(run_id: UUID | str) -> list[dict[str, Any]]:
     return list(Event.objects.filter(run_id=run_id).order_by("id").values(*COVERED))
 
 
-def sealed_line_problem(run_id: str, name: str, head: str, count: int, events: list[dict[str, Any]]) -> str | None:
-    """Does the line of checkpoint `name` (its `label`) for the run still match the chain's first `count` events?"""
-    if len(events) < count:
-        return f"run {run_id}: {name} sealed {count} events, {len(events)} remain (events deleted)"
-    if events[count - 1]["hash"] != head:
+def sealed_line_problem(
+    run_id: str, name: str, head: str, count: int, events: list[dict[str, Any]], offset: int = 0
+) -> str | None:
+    """Does the line of checkpoint `name` (its `label`) for the run still match the chain's first `count` events?
+
+    `offset`: how many of the run's first events were pruned (`events` starts after them).
+    """
+    if offset + len(events) < count:
+        return f"run {run_id}: {name} sealed {count} events, {offset + len(events)} remain (events deleted)"
+    if events[count - offset - 1]["hash"] != head:
         return f"run {run_id}: {name} sealed head {head} at event {count}; the chain there differs"
     return None
 
@@ -224,16 +245,19 @@ def verify_run(run_id: UUID | str) -> RunVerdict:
     """
     rid = str(run_id)
     events = chain_of(rid)
-    walked = audit.walk(events)
     sealing = list(AuditCheckpoint.objects.filter(runs__contains=[[rid]]).order_by("id"))
-    problems = [walked.problem]
+    sealed: Sealed = {rid: [(label(c), h, int(n)) for c in sealing for r, h, n in c.runs if r == rid]}
+    prefix = pruned_prefixes(sealed, [rid]).get(rid, Prefix())
+    walked = audit.walk(events, prefix.head)
+    problems = [prefix.problem, walked.problem]
     for checkpoint in sealing:
         problems.append(checkpoint_problem(checkpoint, None))
-        name = label(checkpoint)
-        problems += [sealed_line_problem(rid, name, h, n, events) for r, h, n in checkpoint.runs if r == rid]
+    problems += [sealed_line_problem(rid, name, h, n, events, prefix.count) for name, h, n in sealed[rid]]
     problem = next((p for p in problems if p), None)
     seq = sealing[-1].seq if sealing else None
-    return RunVerdict(run_id=rid, ok=problem is None, events=walked.checked, problem=problem, checkpoint=seq)
+    return RunVerdict(
+        run_id=rid, ok=problem is None, events=walked.checked, problem=problem, checkpoint=seq, pruned=prefix.said
+    )
 
 
 def checkpoint_problem(checkpoint: AuditCheckpoint, previous: str | None) -> str | None:
@@ -257,10 +281,36 @@ class Report:
     events: int = 0
     checkpoints: int = 0
     problems: list[str] = field(default_factory=list)
+    pruned: int = 0  # runs whose kept events start after a pruned prefix, proved from its seal
 
 
 # Each run's sealed lines: (the checkpoint's label, head, count), oldest first.
 Sealed = dict[str, list[tuple[str, str, int]]]
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """A run's pruned prefix: `count` events, the last with hash `head` (none pruned: 0 and 64 zeros), what the
+    verifier says of it, and the problem when no checked checkpoint seals it."""
+
+    count: int = 0
+    head: str = audit.GENESIS
+    said: str | None = None
+    problem: str | None = None
+
+
+def pruned_prefixes(lines: Sealed, run_ids: list[str] | None = None) -> dict[str, Prefix]:
+    """Each pruned run's prefix, trusted only as far as a signed checkpoint's line `run_id head count` holds it
+    (docs/auditors.md, "Verifying a pruned trail"): the PrunedRun row says which checkpoint; `lines` are checked."""
+    rows = PrunedRun.objects.all() if run_ids is None else PrunedRun.objects.filter(run_id__in=run_ids)
+    found = {}
+    for p in rows.iterator(chunk_size=2000):
+        rid, name = str(p.run_id), label(None, workspace=p.workspace, seq=p.seq)
+        said = f"pruned before event {p.count + 1}, sealed by {name}"
+        unsealed = (name, p.head, p.count) not in lines.get(rid, [])
+        problem = f"run {rid}: {said}, but {name} does not seal that prefix" if unsealed else None
+        found[rid] = Prefix(p.count, p.head, said, problem)
+    return found
 
 
 def verify_checkpoints(report: Report) -> Sealed:
@@ -288,9 +338,14 @@ def verify_checkpoints(report: Report) -> Sealed:
     return lines
 
 
-def runs_by_chain(scope: str | None, run_id: str | None) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Each run's events in (run_id, id) order, in keyset pages of PAGE: memory holds one page and one run."""
-    events = Event.objects.all()
+def runs_by_chain(
+    scope: str | None, run_id: str | None, *, before: datetime | None = None
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Each run's events in (run_id, id) order, in keyset pages of PAGE: memory holds one page and one run.
+
+    `before`: only the events older than it (what pruning would drop).
+    """
+    events = Event.objects.all() if before is None else Event.objects.filter(at__lt=before)
     if run_id is not None:
         events = events.filter(run_id=run_id)
     if scope is not None:
@@ -320,28 +375,38 @@ def verify_all(*, scope: str | None = None, run_id: str | None = None) -> Report
     """Recompute every chain (of `scope` or one run) and every checkpoint; every problem in the report."""
     report = Report()
     lines = verify_checkpoints(report)
+    prefixes = pruned_prefixes(lines, None if run_id is None else [run_id])
     seen: set[str] = set()
     for rid, events in runs_by_chain(scope, run_id):
         seen.add(rid)
-        walked = audit.walk(events)
+        prefix = prefixes.get(rid, Prefix())
+        walked = audit.walk(events, prefix.head)
         report.runs += 1
         report.events += walked.checked
-        if walked.problem:
-            report.problems.append(f"run {rid}: {walked.problem}")
+        report.pruned += prefix.count > 0
+        if prefix.problem or walked.problem:
+            report.problems.append(prefix.problem or f"run {rid}: {walked.problem}")
             continue
         for name, head, count in lines.get(rid, []):
-            problem = sealed_line_problem(rid, name, head, count, events)
+            problem = (
+                None if count <= prefix.count else sealed_line_problem(rid, name, head, count, events, prefix.count)
+            )
             if problem:
                 report.problems.append(problem)
                 break
-    for rid in _sealed_runs_without_events(lines, seen, scope, run_id):
+    for rid in _sealed_runs_without_events(lines, seen, scope, run_id, prefixes):
         report.problems.append(f"run {rid}: sealed by {lines[rid][-1][0]}, but it has no events (deleted)")
     return report
 
 
-def _sealed_runs_without_events(lines: Sealed, seen: set[str], scope: str | None, run_id: str | None) -> list[str]:
-    """Sealed runs whose events are all gone; under --scope only those whose run row is in it (or gone too)."""
-    gone = sorted(r for r in lines if r not in seen and (run_id is None or r == run_id))
+def _sealed_runs_without_events(
+    lines: Sealed, seen: set[str], scope: str | None, run_id: str | None, prefixes: dict[str, Prefix]
+) -> list[str]:
+    """Sealed runs whose events are all gone, but not by pruning (every line within a sealed pruned prefix);
+    under --scope only those whose run row is in it (or gone too)."""
+    gone = sorted(
+        r for r in lines if r not in seen and (run_id is None or r == run_id) and not _all_pruned(r, lines, prefixes)
+    )
     if scope is None or not gone:
         return gone
     elsewhere = {
@@ -351,3 +416,8 @@ def _sealed_runs_without_events(lines: Sealed, seen: set[str], scope: str | None
         .values_list("id", flat=True)
     }
     return [r for r in gone if r not in elsewhere]
+
+
+def _all_pruned(rid: str, lines: Sealed, prefixes: dict[str, Prefix]) -> bool:
+    prefix = prefixes.get(rid)
+    return prefix is not None and prefix.problem is None and all(n <= prefix.count for _, _, n in lines[rid])

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from pydantic import Field, RootModel
 
-from ..models import AuditCheckpoint
+from ..models import AuditCheckpoint, PrunedRun
 from .answers import Answer, AsGiven, Moment, doc
 
 
@@ -98,5 +98,30 @@ class AuditCheckpointLine(Answer):
         )
 
 
-class AuditLine(RootModel[Annotated[AuditEventLine | AuditCheckpointLine, Field(discriminator="type")]]):
-    """One line of the export: an event or a checkpoint (its `type` says which)."""
+class AuditPrunedLine(Answer):
+    """An exported run whose first `count` events were pruned (docs/auditors.md, "Verifying a pruned trail"): the
+    last of them had hash `head`, and checkpoint `seq` of `workspace` seals the line `run_id head count`."""
+
+    type: Literal["pruned"]
+    run_id: UUID
+    count: int = doc("How many of the run's first events were pruned: its first kept event is number count + 1.")
+    head: str = doc("The hash of the last pruned event: the first kept event's prev_hash.")
+    workspace: str
+    seq: int = doc("The checkpoint of `workspace` that seals the line [run_id, head, count].")
+
+    @classmethod
+    def of(cls, pruned: PrunedRun) -> Self:
+        return cls(
+            type="pruned",
+            run_id=pruned.run_id,
+            count=pruned.count,
+            head=pruned.head,
+            workspace=pruned.workspace,
+            seq=pruned.seq,
+        )
+
+
+class AuditLine(
+    RootModel[Annotated[AuditEventLine | AuditCheckpointLine | AuditPrunedLine, Field(discriminator="type")]]
+):
+    """One line of the export: an event, a checkpoint or a pruned prefix (its `type` says which)."""

@@ -10,7 +10,7 @@ from uuid import UUID
 from pydantic import MISSING
 
 from ..approval_links import Link
-from ..models import ApprovalFloor, NotificationRoute, WebhookEndpoint, WebhookMessage
+from ..models import ApprovalFloor, LegalHold, NotificationRoute, WebhookEndpoint, WebhookMessage
 from .answers import Answer, Moment, absent, doc
 
 # -- an approval's sealed link (docs/api.md, "`POST /approvals/{id}/link`") -----------------------
@@ -194,4 +194,35 @@ class NotificationRouteOut(Answer):
             description=route.description,
             created_by=route.created_by,
             created_at=route.created_at,
+        )
+
+
+# -- legal holds (docs/auditors.md, "Retention and legal holds") --------------------------------------
+
+
+class LegalHoldOut(Answer):
+    """A hold that keeps events past the retention: on `scope` and below it (`run` null), or on `run` (of `scope`)."""
+
+    id: UUID
+    scope: str = doc("The held scope; for a hold on a run, the run's scope.")
+    run: UUID | None = doc("The held run; null for a hold on a scope.")
+    reason: str
+    created_by: str
+    created_at: Moment
+    active: bool = doc("False once released.")
+    released_by: str | None
+    released_at: Moment | None
+
+    @classmethod
+    def of(cls, hold: LegalHold) -> Self:
+        return cls(
+            id=hold.id,
+            scope=hold.scope,
+            run=hold.run_id,
+            reason=hold.reason,
+            created_by=hold.created_by,
+            created_at=hold.created_at,
+            active=hold.released_at is None,
+            released_by=hold.released_by or None,
+            released_at=hold.released_at,
         )

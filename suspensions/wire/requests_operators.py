@@ -13,7 +13,7 @@ from ..models import (
     NotificationChannel,
     WebhookFormat,
 )
-from .base import MAX_TTL, MISSING, AwareTime, Body, Kept, OneOf, Shown, Text, Trimmed, refuse
+from .base import MAX_TTL, MISSING, AwareTime, Body, Kept, OneOf, Shown, Text, Trimmed, Uuid, refuse
 
 Scope = Annotated[Text, Field(max_length=192)]
 SCOPE_HELP = "May be left out by an operator in exactly one scope."
@@ -98,3 +98,12 @@ class ExtendDeadline(Body):
         if (self.seconds is MISSING) == (self.until is MISSING):
             refuse("Give exactly one of seconds and until.", "seconds")
         return self
+
+
+class CreateLegalHold(Body):
+    """A legal hold (docs/auditors.md, "Retention and legal holds"): on a scope and every scope below it, or on one
+    run; exactly one of the two."""
+
+    scope: Scope | MISSING = Field(MISSING, description="Hold every run of this scope and below it.")
+    run: Uuid | MISSING = Field(MISSING, description="Hold this one run.")
+    reason: Annotated[Text, Field(max_length=500)] = Field(description="Why: a case, a request, an investigation.")

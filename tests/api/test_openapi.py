@@ -141,6 +141,7 @@ KEYED = {
     "create_approval_floor",
     "create_role_mapping",
     "create_notification_route",
+    "create_legal_hold",
     "disable_notification_route",
     "enable_notification_route",
     "extend_suspension",
@@ -315,6 +316,11 @@ class World:
         self.ids[v.ROUTE_ID] = self.made("operator", "/api/v1/notification-routes", body)["id"]
         return self
 
+    def hold(self) -> "World":
+        body = {"scope": "demo", "reason": "Litigation hold"}
+        self.ids[v.HOLD_ID] = self.made("auditor", "/api/v1/legal-holds", body)["id"]
+        return self
+
     def floor(self) -> "World":
         self.ids[v.FLOOR_ID] = self.made("operator", "/api/v1/approval-floors", {"quorum": 2})["id"]
         return self
@@ -353,6 +359,7 @@ class World:
         kind |= {"admissions": v.ADMISSION_ID, "webhooks": v.WEBHOOK_ID, "approval-floors": v.FLOOR_ID}
         kind["notification-routes"] = v.ROUTE_ID
         kind["role-mappings"] = docs.identity.MAPPING_ID
+        kind["legal-holds"] = v.HOLD_ID
         first = template.split("/")[3]
         names = {"{id}": kind.get(first, ""), "{suspension_id}": v.SUSPENSION_ID, "{message_id}": v.MESSAGE_ID}
         names["{token}"] = v.CALLBACK_TOKEN
@@ -419,6 +426,10 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "delete_role_mapping": World.mapping,
     "list_role_changes": World.role_change,
     "get_audit_public_key": lambda w: w,
+    "create_legal_hold": lambda w: w,
+    ("create_legal_hold", "ARun"): World.run,
+    "list_legal_holds": World.hold,
+    "release_legal_hold": World.hold,
     "export_audit": World.sealed,
 }
 # Operations without a request example are called as they are: a GET, or a POST without a body.

@@ -32,6 +32,7 @@ from suspensions.models import (
     Event,
     ExpiryReceipt,
     FlowWait,
+    LegalHold,
     Membership,
     Notification,
     NotificationRoute,
@@ -337,6 +338,8 @@ def build_role_change(scope: str) -> RoleChange:
         cause="oidc sign-in",
         at=timezone.now(),
     )
+def build_hold(scope: str) -> LegalHold:
+    return stamped(LegalHold, scope, reason=f"case of {scope}", created_by="token:ann", created_at=timezone.now())
 
 
 BUILDERS: dict[Any, Callable[[str], Any]] = {
@@ -361,6 +364,7 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
     Notification: build_notification,
     RoleMapping: build_role_mapping,
     RoleChange: build_role_change,
+    LegalHold: build_hold,
 }
 
 

@@ -175,10 +175,22 @@ def unbounded_reads(plan: dict) -> list[str]:
         relation = node.get("Relation Name", "")
         if not relation.startswith(BIG_TABLES) or under_limit:
             continue
+        if relation not in BIG_TABLES and rows_in(relation) <= RUNS:
+            # A partition of a big table (a month of the events) that this fill leaves small: this month's holds
+            # about 1,700 rows here, and reading it whole is the planner's right choice; its size bounds the scan.
+            # tests/audit/test_event_plans.py holds the events' reads to their indexes on full months.
+            continue
         indexed = "Index Cond" in node or "Recheck Cond" in node
         if not (indexed and node["Plan Rows"] <= 1_000):
             found.append(f"{node['Node Type']} on {relation} ({node['Plan Rows']} rows)")
     return found
+
+
+def rows_in(relation: str) -> float:
+    """The rows the planner knows `relation` holds (analyzed; an empty table, -1 or 0)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [relation])
+        return cursor.fetchone()[0]
 
 
 def reads_of(send: Any) -> dict[str, list[str]]:
@@ -219,7 +231,8 @@ def test_a_scopes_export_reads_its_pages_from_the_scopes_own_index_in_id_order(f
     assert pages
     for sql, params in pages:
         scans = [node for node, _ in nodes(plan_of(sql, params)) if "Index Name" in node or "Relation Name" in node]
-        assert "Seq Scan" not in [node["Node Type"] for node in scans]
+        # No sequential scan of a partition with rows (an empty one, next month's, is scanned for free).
+        assert [n for n in scans if n["Node Type"] == "Seq Scan" and n["Plan Rows"] > 1] == []
         # The page's rows by the scope and the last id sent, from the scope's (level, id) index: a page reads the
         # rest of the scope at most (the planner sorts them when it expects few), never every tenant's events.
         # event_scope_l1_id, or on a partitioned table each partition's (named <partition>_scope_l1_id_idx).

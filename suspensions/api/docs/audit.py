@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiExample
 
 from ... import audit
 from . import samples as v
-from .base import Doc, answer, refusal
+from .base import Doc, answer, ex, refusal
 from .runs import REGISTERED
 
 OPERATIONS = {
@@ -30,6 +30,30 @@ OPERATIONS = {
         "with every line when you export its whole workspace (`complete`), else the lines of the exported runs. "
         "Each line says what it is in `type`. `suspensions-verify FILE --public-key KEY` checks it offline.",
         errors={400: ("invalid_request",), 403: ("forbidden",)},
+    ),
+    "list_legal_holds": Doc(
+        tag="audit",
+        role="auditor or operator",
+        summary="List legal holds",
+        description="The legal holds of the caller's auditor and operator scopes, newest first, released ones "
+        "included (`active` false).",
+        errors={400: ("invalid_request",), 403: ("forbidden",)},
+    ),
+    "create_legal_hold": Doc(
+        tag="audit",
+        role="auditor or operator",
+        summary="Create a legal hold",
+        description="Keeps events past `AUDIT_RETENTION_DAYS`: give exactly one of `scope` (every run of it and "
+        "below it) and `run` (one run), and a `reason`. Pruning never drops a held run's events "
+        '(docs/auditors.md, "Retention and legal holds"). Takes an `Idempotency-Key`.',
+        errors={400: ("invalid_request",), 403: ("forbidden",), 404: ("not_found",), 413: ("request_too_large",)},
+    ),
+    "release_legal_hold": Doc(
+        tag="audit",
+        role="auditor or operator",
+        summary="Release a legal hold",
+        description="Ends the hold; the row stays as its record. The next pruning may then drop what it kept.",
+        errors={403: ("forbidden",), 404: ("not_found",), 409: ("invalid_state",)},
     ),
 }
 
@@ -60,6 +84,10 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
             },
             200,
         )
+    ],
+    "create_legal_hold": [
+        ex("a scope", {"scope": "demo", "reason": "Litigation hold, case 2026-114"}),
+        ex("a run", {"run": v.RUN_ID, "reason": "Incident review INC-881"}),
     ],
     "export_audit": [
         answer("an event line", _EVENT, 200),

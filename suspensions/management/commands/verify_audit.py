@@ -31,6 +31,8 @@ class Command(BaseCommand):
             f"checked {report.events} events in {report.runs} runs and {report.checkpoints} checkpoints "
             f"(signatures with public key {audit.public_key()})"
         )
+        if report.pruned:
+            self.stdout.write(f"{report.pruned} runs verified from a pruned prefix sealed by a signed checkpoint")
         for problem in report.problems:
             self.stderr.write(problem)
         if report.problems:

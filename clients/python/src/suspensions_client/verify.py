@@ -12,7 +12,12 @@ What it checks, trusting only the public key (kept from a trusted moment):
   of the one before it in its workspace, seq without gaps;
 - each checkpoint's root recomputed from its lines, when the export holds
   them all (`complete`); each line against the exported events, when the
-  export holds that run whole: the event at `event_count` has `head_hash`.
+  export holds that run whole: the event at `event_count` has `head_hash`;
+- a run whose first events were pruned (a `pruned` line: count, head, and the
+  checkpoint that seals it): the checkpoint in the export seals the line
+  `run_id head count`, and the kept events chain from `head`; lines sealed
+  after the prefix are held to the kept events (docs/auditors.md, "Verifying
+  a pruned trail").
 
 Exit status 0 when everything holds; 1 naming each problem; 2 for a file or key that cannot be read.
 Needs the `cryptography` package (`pip install "suspensions-client[verify]"`).
@@ -35,13 +40,18 @@ class Verdict:
     events: int = 0
     checkpoints: int = 0
     lines_checked: int = 0
+    pruned: int = 0
     problems: list[str] = field(default_factory=list)
 
 
-def read_export(lines: Iterable[str]) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
-    """The export's events grouped by run (in file order) and its checkpoints."""
+Export = tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]], dict[str, dict[str, Any]]]
+
+
+def read_export(lines: Iterable[str]) -> Export:
+    """The export's events grouped by run (in file order), its checkpoints and its pruned prefixes by run."""
     runs: dict[str, list[dict[str, Any]]] = {}
     checkpoints: list[dict[str, Any]] = []
+    pruned: dict[str, dict[str, Any]] = {}
     for number, text in enumerate(lines, 1):
         if not text.strip():
             continue
@@ -50,16 +60,32 @@ def read_export(lines: Iterable[str]) -> tuple[dict[str, list[dict[str, Any]]], 
             runs.setdefault(line["run_id"], []).append(line)
         elif line.get("type") == "checkpoint":
             checkpoints.append(line)
+        elif line.get("type") == "pruned":
+            pruned[line["run_id"]] = line
         else:
             raise ValueError(f"line {number}: unknown type {line.get('type')!r}")
-    return runs, checkpoints
+    return runs, checkpoints, pruned
 
 
-def check_runs(runs: Mapping[str, list[dict[str, Any]]], verdict: Verdict) -> None:
+def start_of(events: Sequence[Mapping[str, Any]], prefix: Mapping[str, Any] | None) -> tuple[str, int] | None:
+    """Where an exported run's chain starts: (64 zeros, 0) exported whole, (head, count) right after its sealed
+    pruned prefix; None when cut by `since` (its first link is then taken as given)."""
+    first = events[0]["prev_hash"]
+    if first == audit.GENESIS:
+        return audit.GENESIS, 0
+    if prefix is not None and first == prefix["head"]:
+        return prefix["head"], int(prefix["count"])
+    return None
+
+
+def check_runs(
+    runs: Mapping[str, list[dict[str, Any]]], verdict: Verdict, pruned: Mapping[str, Mapping[str, Any]] | None = None
+) -> None:
     for run_id, events in runs.items():
         verdict.runs += 1
+        start = start_of(events, (pruned or {}).get(run_id))
         # A run cut by `since` is checked from its first exported event, whose link is taken as given.
-        found = audit.walk(events) if events[0]["prev_hash"] == audit.GENESIS else _walk_from(events)
+        found = _walk_from(events) if start is None else audit.walk(events, start[0])
         verdict.events += found.checked
         if found.problem:
             verdict.problems.append(f"run {run_id}: {found.problem}")
@@ -119,28 +145,49 @@ def check_chain(chain: Sequence[Mapping[str, Any]], key: Any, verdict: Verdict) 
         previous = c
 
 
-def check_lines(runs: Mapping[str, list[dict[str, Any]]], checkpoints: Sequence[Mapping[str, Any]], v: Verdict) -> None:
+def check_lines(
+    runs: Mapping[str, list[dict[str, Any]]],
+    checkpoints: Sequence[Mapping[str, Any]],
+    v: Verdict,
+    pruned: Mapping[str, Mapping[str, Any]] | None = None,
+) -> None:
     for c in checkpoints:
         for run_id, head, count in c["runs"]:
             events = runs.get(run_id)
-            if not events or events[0]["prev_hash"] != audit.GENESIS:
-                continue  # not exported whole: nothing to hold the line to
+            start = start_of(events, (pruned or {}).get(run_id)) if events else None
+            if not events or start is None or count <= start[1]:
+                continue  # not exported whole (or sealed inside the pruned prefix): nothing to hold the line to
             v.lines_checked += 1
-            if len(events) < count:
-                v.problems.append(f"run {run_id}: {label(c)} sealed {count} events, the export has {len(events)}")
-            elif events[count - 1]["hash"] != head:
+            offset = start[1]
+            if offset + len(events) < count:
+                v.problems.append(
+                    f"run {run_id}: {label(c)} sealed {count} events, the export has {offset + len(events)}"
+                )
+            elif events[count - offset - 1]["hash"] != head:
                 v.problems.append(f"run {run_id}: {label(c)} sealed another head at event {count}")
+
+
+def check_pruned(pruned: Mapping[str, Mapping[str, Any]], checkpoints: Sequence[Mapping[str, Any]], v: Verdict) -> None:
+    """Each pruned prefix is sealed by its checkpoint in the export (whose signature check_chain verifies)."""
+    sealed = {((c.get("workspace") or ""), int(c["seq"])): c for c in checkpoints}
+    for run_id, p in pruned.items():
+        v.pruned += 1
+        name = label({"workspace": p["workspace"], "seq": p["seq"]})
+        seal = sealed.get((p["workspace"], int(p["seq"])))
+        if seal is None or [run_id, p["head"], int(p["count"])] not in [list(line) for line in seal["runs"]]:
+            v.problems.append(f"run {run_id}: pruned before event {p['count'] + 1}, but {name} does not seal that")
 
 
 def verify(lines: Iterable[str], public_key: str) -> Verdict:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     key = Ed25519PublicKey.from_public_bytes(base64.b64decode(public_key))
-    runs, checkpoints = read_export(lines)
+    runs, checkpoints, pruned = read_export(lines)
     verdict = Verdict()
-    check_runs(runs, verdict)
+    check_runs(runs, verdict, pruned)
     check_checkpoints(checkpoints, key, verdict)
-    check_lines(runs, checkpoints, verdict)
+    check_lines(runs, checkpoints, verdict, pruned)
+    check_pruned(pruned, checkpoints, verdict)
     return verdict
 
 
@@ -162,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"checked {verdict.events} events in {verdict.runs} runs, {verdict.checkpoints} checkpoints "
         f"and {verdict.lines_checked} checkpoint lines"
+        + (f"; {verdict.pruned} runs verified from a sealed pruned prefix" if verdict.pruned else "")
     )
     for problem in verdict.problems:
         print(problem)

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('suspensions', '0025_escalation_chains_and_risk'),
+        ('suspensions', '0029_scim_provisioning'),
     ]
 
     operations = [
