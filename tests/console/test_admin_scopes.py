@@ -338,6 +338,8 @@ def build_role_change(scope: str) -> RoleChange:
         cause="oidc sign-in",
         at=timezone.now(),
     )
+
+
 def build_hold(scope: str) -> LegalHold:
     return stamped(LegalHold, scope, reason=f"case of {scope}", created_by="token:ann", created_at=timezone.now())
 
