@@ -538,10 +538,12 @@ class VoteOut(Answer):
     voter: str
     cast_at: Moment
     note: str
+    acting_for: str | MISSING = absent("A delegate's vote: the person it counts for (`user:<username>`).")
 
     @classmethod
     def of(cls, vote: ApprovalVote) -> Self:
-        return cls(voter=vote.voter, cast_at=vote.cast_at, note=vote.note)
+        acting = {"acting_for": vote.acting_for} if vote.acting_for else {}
+        return cls(voter=vote.voter, cast_at=vote.cast_at, note=vote.note, **acting)
 
 
 class ApprovalOut(Answer):
@@ -564,6 +566,7 @@ class ApprovalOut(Answer):
     created_at: Moment
     expires_at: Moment | None
     decided_by: str = doc("Empty while pending and when nobody answered.")
+    acting_for: str | MISSING = absent("A delegate's decision: the person it was made for (`user:<username>`).")
     note: str = doc("The approver's note, or the reason of a denial.")
     resolved_at: Moment | None
     admission_id: UUID | None = doc("The admission an approval created.")
@@ -596,6 +599,7 @@ class ApprovalOut(Answer):
             created_at=record.created_at,
             expires_at=record.expires_at,
             decided_by=record.decided_by,
+            **({"acting_for": record.acting_for} if record.acting_for else {}),
             note=record.note,
             resolved_at=record.resolved_at,
             admission_id=admission.id if admission is not None else None,
