@@ -69,8 +69,11 @@ def _already(principal: Principal, mine: ApprovalVote) -> str:
     """The refusal of a second, different vote by one person: theirs, or their delegate's for them."""
     if mine.voter == principal.name and mine.acting_for == (principal.acting_for or ""):
         return "you already voted on this approval, with other calls or another note"
-    who = mine.acting_for or mine.voter
-    return f"{who} has a vote on this approval already (cast by {mine.voter}), with other calls or another note"
+    if principal.acting_for:
+        who = f"{principal.acting_for}, whom you act for,"
+    else:
+        who = "you"
+    return f"{who} already voted on this approval (cast by {mine.voter}), with other calls or another note"
 
 
 @dataclass(frozen=True)
