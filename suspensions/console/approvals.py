@@ -24,12 +24,21 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import replicas, selectors, services, timefmt
 from ..approval_reads import find_approval
-from ..exceptions import ArgumentsInvalid, Forbidden, NotFound, SeparationOfDuties, ServiceError, UnusableSchema
+from ..exceptions import (
+    ArgumentsInvalid,
+    Forbidden,
+    NotDelegated,
+    NotFound,
+    SeparationOfDuties,
+    ServiceError,
+    UnusableSchema,
+)
 from ..filters import InboxFilter
 from ..models import Approval, ApprovalStatus, ApprovalVote, Role
 from ..principals import Principal, principal_of
+from ..services import delegations
 from ..services.approval_checks import check_duties
-from . import paging, policy, present, queries
+from . import away, paging, policy, present, queries
 from .access import staff_required
 from .forms import AGE_CHOICES, EXPIRING_CHOICES, EXTEND_CHOICES, MAX_RESPONSE, MAX_TEXT, DecisionForm, ExtendForm
 
@@ -45,7 +54,9 @@ LOST = {
     "wrong_gate": "This approval belongs to a flow wait and is answered through its flow, not here.",
     "input_too_large": "The note is too long.",
     "invalid_request": "The decision form was incomplete; reload the page and try again.",
-    "separation_of_duties": "You asked for this approval, so you cannot decide it: another approver must.",
+    "separation_of_duties": "You asked for this approval (or act for who did), so you cannot decide it: another "
+    "approver must.",
+    "not_delegated": "You hold no delegation that lets you decide this for that person now.",
     "vote_mismatch": "Your vote differs from the first vote's edits: approve exactly the same arguments or deny.",
     "not_editable": "That call's arguments may not be changed: approve it as asked, answer in words, or deny.",
     "arguments_invalid": "The edited arguments do not match the call's schema; nothing was decided.",
@@ -124,7 +135,10 @@ def bulk_results(request: HttpRequest) -> tuple[list[dict[str, Any]], dict[str, 
 @require_GET
 @staff_required
 def approval(request: HttpRequest, pk: UUID) -> HttpResponse:
-    context = page_context(request, principal_of(request), pk, inbox_query(request.GET))
+    chosen = away.deciding(principal_of(request), pk, request.GET.get("acting_for", "")[:150])
+    context = page_context(request, chosen.principal, pk, inbox_query(request.GET))
+    if "decision" in context:
+        context["decision"]["acting"] = chosen
     return render(request, "console/approval.html", context)
 
 
@@ -268,6 +282,13 @@ def decide(request: HttpRequest, pk: UUID) -> HttpResponse:
 @staff_required
 def _decide(request: HttpRequest, pk: UUID, filters: str, page: str) -> HttpResponse:
     principal = principal_of(request)
+    if asked := request.POST.get("acting_for", "")[:150]:
+        page = away.deciding_url(pk, asked)
+        try:  # checked again by services.decide, under the claim
+            principal = delegations.acting(principal, asked, delegations.approval_scope(pk))
+        except NotDelegated as exc:
+            messages.error(request, exc.detail)
+            return redirect(page)
     record = queries.visible_approvals(principal).filter(pk=pk).first()
     if record is None:
         raise Http404("approval not found")

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import act, approvals, bulk, closures, floors, routes, signin, views, webhooks
+from . import act, approvals, away, bulk, closures, floors, routes, signin, views, webhooks
 
 app_name = "console"
 
@@ -16,6 +16,8 @@ urlpatterns = [
     path("approvals/<uuid:pk>/extend", approvals.extend, name="extend"),
     path("act/", act.resume, name="act_resume"),
     path("act/<str:token>", act.act, name="act"),
+    path("away/", away.away, name="away"),
+    path("away/<uuid:pk>/end", away.end, name="away_end"),
     path("runs/", views.runs, name="runs"),
     path("runs/<uuid:pk>/", views.run, name="run"),
     path("uncertain/", views.uncertain, name="uncertain"),

@@ -31,7 +31,7 @@ from suspensions.api.errors import problem_exception_handler
 from suspensions.clock import db_now
 from suspensions.models import MessageStatus, WebhookMessage
 from suspensions.services import audit
-from tests.helpers import client
+from tests.helpers import client, member
 
 SCHEMA = SchemaGenerator().get_schema(request=None, public=True)
 OPERATIONS = [
@@ -316,6 +316,21 @@ class World:
         self.ids[v.FLOOR_ID] = self.made("operator", "/api/v1/approval-floors", {"quorum": 2})["id"]
         return self
 
+    def people(self) -> "World":
+        for name in ("alice", "bob"):
+            member(name, {"demo": ["approver"]}, is_staff=True)
+        return self
+
+    def delegation(self) -> "World":
+        body = {
+            "from": "alice",
+            "to": "bob",
+            "scope": "demo",
+            "ends_at": (timezone.now() + timedelta(days=2)).isoformat(),
+        }
+        self.ids[v.DELEGATION_ID] = self.people().made("operator", "/api/v1/delegations", body)["id"]
+        return self
+
     def message(self) -> "World":
         self.webhook()
         sent = self.made("operator", f"/api/v1/webhooks/{self.ids[v.WEBHOOK_ID]}/test")
@@ -338,6 +353,7 @@ class World:
         kind = {"runs": v.RUN_ID, "approvals": v.SUSPENSION_ID, "suspensions": v.SUSPENSION_ID}
         kind |= {"admissions": v.ADMISSION_ID, "webhooks": v.WEBHOOK_ID, "approval-floors": v.FLOOR_ID}
         kind["notification-routes"] = v.ROUTE_ID
+        kind["delegations"] = v.DELEGATION_ID
         first = template.split("/")[3]
         names = {"{id}": kind.get(first, ""), "{suspension_id}": v.SUSPENSION_ID, "{message_id}": v.MESSAGE_ID}
         names["{token}"] = v.CALLBACK_TOKEN
@@ -382,6 +398,10 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "get_approval_floor": World.floor,
     "update_approval_floor": World.floor,
     "delete_approval_floor": World.floor,
+    "create_delegation": World.people,
+    "list_delegations": World.delegation,
+    "get_delegation": World.delegation,
+    "end_delegation": World.delegation,
     "create_webhook": lambda w: w,
     "list_webhooks": World.webhook,
     "get_webhook": World.webhook,

@@ -10,7 +10,7 @@ ONE: dict[int, tuple[str, ...]] = {404: ("not_found",)}
 OPERATIONS = {
     "create_delegation": Doc(
         tag="delegations",
-        role="approver (for yourself) or operator (for anyone in the scope)",
+        role="operator (for anyone in the scope) or approver (for yourself)",
         summary="Create a delegation",
         description="`to` decides for `from` in `scope` (and every scope under it) from `starts_at` (default "
         "now) until `ends_at`, at most 366 days. Left out, `from` is yourself, and you must hold `approver` in "
@@ -20,21 +20,21 @@ OPERATIONS = {
     ),
     "list_delegations": Doc(
         tag="delegations",
-        role="any person; operators also see their scopes'",
+        role="operator (their scopes') or the people it names",
         summary="List delegations",
         description="The delegations you gave or hold, and those of your operator scopes, newest first.",
         errors={400: ("invalid_request",)},
     ),
     "get_delegation": Doc(
         tag="delegations",
-        role="any person; operators also see their scopes'",
+        role="operator (their scopes') or the people it names",
         summary="Read a delegation",
         description="One delegation you gave or hold, or one of your operator scopes.",
         errors=ONE,
     ),
     "end_delegation": Doc(
         tag="delegations",
-        role="its delegator, its delegate, or an operator of its scope",
+        role="operator (of its scope), its delegator or its delegate",
         summary="End a delegation now",
         description="From now on the delegate may no longer act for the delegator. Ending one already ended, or "
         "past its end, answers it as it is.",
@@ -46,7 +46,14 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
     "create_delegation": [
         ex(
             "away for a week",
-            {"to": "bob", "scope": "demo", "ends_at": "2026-01-09T18:00:00Z", "reason": "On leave"},
+            {
+                "from": "alice",
+                "to": "bob",
+                "scope": "demo",
+                "starts_at": "2098-01-02T08:00:00Z",
+                "ends_at": "2098-01-09T18:00:00Z",
+                "reason": "On leave",
+            },
         ),
         answer("created", v.delegation(), 201),
     ],
