@@ -17,6 +17,7 @@ quorum, and its name stays the delegate's, the actor on every record.
 
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from celery import current_app
@@ -39,7 +40,7 @@ MAX_REASON = 500
 ANNOUNCE_TASK = "suspensions.tasks.announce_delegations"
 
 
-def user_named(username: str, field: str) -> object:
+def user_named(username: str, field: str) -> Any:
     """An active staff user by username; 400 naming `field` otherwise."""
     user = get_user_model().objects.filter(username=username).first()
     if user is None or not has_staff_access(user):
@@ -81,10 +82,10 @@ def create_delegation(
 ) -> Delegation:
     """A new delegation from `from_` (an operator's choice) or from the principal's own person, to `to`.
 
-    Refusals, before the one write: an unknown or inactive person (400), the
-    same person on both ends (400), a bad scope (400) or one the principal may
-    not delegate (403), a window that is empty, past or over MAX_DAYS (400).
-    A delegation already started is announced to the delegate on commit.
+    Refusals, before the one write (check_new): an unknown or inactive person
+    (400), the same person on both ends (400), a bad scope (400) or one the
+    principal may not delegate (403), a window that is empty, past or over
+    MAX_DAYS (400). A delegation already started is announced to the delegate on commit.
     """
     own_user = get_user_model().objects.filter(pk=principal.user_id).first() if principal.user_id else None
     own = from_ is None or (own_user is not None and own_user.get_username() == from_)
@@ -92,15 +93,13 @@ def create_delegation(
         raise InvalidRequest("from is required for a principal without a person", errors={"from": ["Required."]})
     giver = own_user if own else user_named(str(from_), "from")
     taker = user_named(to, "to")
-    if taker.pk == giver.pk:  # type: ignore[union-attr]
-        raise InvalidRequest("a person cannot delegate to themselves", errors={"to": ["Name another person."]})
-    check_scope(principal, scope, own=own)
-    if len(reason) > MAX_REASON:
-        raise InvalidRequest("reason is too long", errors={"reason": [f"At most {MAX_REASON} characters."]})
     with transaction.atomic():
         now = db_now()
-        start = starts_at if starts_at is not None and starts_at > now else now
-        check_window(start, ends_at, now)
+        start = check_new(
+            principal=principal, giver=giver, taker=taker, scope=scope, starts_at=starts_at, ends_at=ends_at, now=now
+        )
+        if len(reason) > MAX_REASON:
+            raise InvalidRequest("reason is too long", errors={"reason": [f"At most {MAX_REASON} characters."]})
         row = Delegation(from_user=giver, to_user=taker, starts_at=start, ends_at=ends_at, reason=reason)
         row.created_by, row.created_at = principal.name, now
         row.stamp_scope(scope)
@@ -109,6 +108,30 @@ def create_delegation(
         if start <= now:
             transaction.on_commit(lambda: enqueue_announce([row.id]))
     return row
+
+
+def check_new(
+    *,
+    principal: Principal,
+    giver: Any,
+    taker: Any,
+    scope: str,
+    ends_at: datetime,
+    starts_at: datetime | None = None,
+    now: datetime | None = None,
+) -> datetime:
+    """Every check of a new delegation but the names (the admin's form asks it too); returns when it starts."""
+    if not has_staff_access(giver):
+        raise InvalidRequest("from is no active staff user", errors={"from": ["No active staff user."]})
+    if not has_staff_access(taker):
+        raise InvalidRequest("to is no active staff user", errors={"to": ["No active staff user."]})
+    if taker.pk == giver.pk:
+        raise InvalidRequest("a person cannot delegate to themselves", errors={"to": ["Name another person."]})
+    check_scope(principal, scope, own=giver.pk == principal.user_id)
+    now = now or db_now()
+    start = starts_at if starts_at is not None and starts_at > now else now
+    check_window(start, ends_at, now)
+    return start
 
 
 def delegations(principal: Principal) -> QuerySet[Delegation]:
@@ -207,7 +230,7 @@ def delegates_of(user_ids: list[int], scope: str, now: datetime) -> QuerySet[Del
     """The delegations held now from any of `user_ids` covering `scope`: who is told in their place."""
     covering = [prefix for prefix in scopes.levels(scope).values() if prefix]
     rows = Delegation.objects.filter(active(now), from_user_id__in=user_ids, scope__in=covering)
-    return rows.select_related("to_user")
+    return rows.select_related("to_user", "from_user").order_by("created_at", "id")
 
 
 def enqueue_announce(ids: list[UUID]) -> None:
