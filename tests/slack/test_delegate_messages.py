@@ -3,6 +3,8 @@ that decides for the person they stand in for; a decision by a delegate shows bo
 
 from datetime import timedelta
 
+import pytest
+
 from suspensions import services
 from suspensions.clock import db_now
 from suspensions.models import Delegation, Notification
@@ -21,7 +23,8 @@ def away(giver, to="bob"):
     return made
 
 
-def test_a_linked_delegate_gets_a_direct_message_without_buttons(db, slack):
+@pytest.mark.django_db(transaction=True)
+def test_a_linked_delegate_gets_a_direct_message_without_buttons(slack):
     alice = approver("alice")
     approver("bob", slack_id="U0BOB", scope="globex")
     made = away(alice)
