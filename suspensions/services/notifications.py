@@ -136,9 +136,9 @@ def asking(
     if excluded is not None:
         people = people.exclude(pk=excluded)
     made = _made(approval, kind, now, event_id)
-    people = list(people)
-    rows = [made(NotificationChannel.EMAIL, user.email, user=user) for user in people]
-    rows += delegated(approval, people, excluded, made, now)
+    asked = list(people)
+    rows = [made(NotificationChannel.EMAIL, user.email, user=user) for user in asked]
+    rows += delegated(approval, asked, excluded, made, now)
     if kind == NotificationKind.REMINDER:
         return rows
     excluded_email = _email_of(excluded)
