@@ -136,16 +136,20 @@ def bulk_results(request: HttpRequest) -> tuple[list[dict[str, Any]], dict[str, 
 @staff_required
 def approval(request: HttpRequest, pk: UUID) -> HttpResponse:
     chosen = away.deciding(principal_of(request), pk, request.GET.get("acting_for", "")[:150])
-    context = page_context(request, chosen.principal, pk, inbox_query(request.GET))
-    if "decision" in context:
-        context["decision"]["acting"] = chosen
+    context = page_context(request, chosen.principal, pk, inbox_query(request.GET), acting=chosen)
     return render(request, "console/approval.html", context)
 
 
 def page_context(
-    request: HttpRequest, principal: Principal, pk: UUID, filters: str, kept: dict[str, Any] | None = None
+    request: HttpRequest,
+    principal: Principal,
+    pk: UUID,
+    filters: str,
+    kept: dict[str, Any] | None = None,
+    acting: away.Deciding | None = None,
 ) -> dict[str, Any]:
-    """The approval page; `kept` is an approve the page refused: the texts typed, the errors by call, the note."""
+    """The approval page; `kept` is an approve the page refused: the texts typed, the errors by call, the note;
+    `acting`, whom the signed-in person may decide for (default: whom `principal` acts for, if anyone)."""
     now = timezone.now()
     try:
         body = find_approval(principal, pk).wire()
@@ -172,6 +176,7 @@ def page_context(
         context["decision"] = {
             **decision_context(principal, susp, body["version"], now),
             **policy_context(principal, record, shown, votes, own, kept, context["unsent"]),
+            "acting": acting or away.Deciding(principal, (principal.acting_for or "").removeprefix("user:")),
         }
     return context
 
