@@ -54,8 +54,7 @@ LOST = {
     "wrong_gate": "This approval belongs to a flow wait and is answered through its flow, not here.",
     "input_too_large": "The note is too long.",
     "invalid_request": "The decision form was incomplete; reload the page and try again.",
-    "separation_of_duties": "You asked for this approval (or act for who did), so you cannot decide it: another "
-    "approver must.",
+    "separation_of_duties": "You asked for this approval, so you cannot decide it: another approver must.",
     "not_delegated": "You hold no delegation that lets you decide this for that person now.",
     "vote_mismatch": "Your vote differs from the first vote's edits: approve exactly the same arguments or deny.",
     "not_editable": "That call's arguments may not be changed: approve it as asked, answer in words, or deny.",
@@ -291,9 +290,9 @@ def _decide(request: HttpRequest, pk: UUID, filters: str, page: str) -> HttpResp
         page = away.deciding_url(pk, asked)
         try:  # checked again by services.decide, under the claim
             principal = delegations.acting(principal, asked, delegations.approval_scope(pk))
-        except NotDelegated as exc:
-            messages.error(request, exc.detail)
-            return redirect(page)
+        except NotDelegated as exc:  # to where they find whom they stand in for now: this page may be closed to them
+            messages.error(request, f"Nothing was decided: {exc.detail}.")
+            return redirect("console:away")
     record = queries.visible_approvals(principal).filter(pk=pk).first()
     if record is None:
         raise Http404("approval not found")
@@ -426,6 +425,8 @@ def outcome(decision: services.Decision, kind: str, quorum: int) -> str:
 
 def lost_message(principal: Principal, pk: UUID, exc: ServiceError) -> str:
     """Why the decision did not go through; "you already decided" when the record names this approver."""
+    if principal.acting_for and exc.code in ("separation_of_duties", "vote_mismatch"):
+        return exc.detail  # about the person acted for: the service's own sentence names them
     if exc.code == "vote_mismatch" and "first_voter" not in exc.extra:
         return "You already voted on this approval, with other arguments or another note: your first vote stands."
     if exc.code in ("not_suspended", "admission_conflict"):

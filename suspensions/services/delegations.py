@@ -60,10 +60,10 @@ def check_scope(principal: Principal, scope: str, *, own: bool) -> None:
 
 def check_window(starts_at: datetime, ends_at: datetime, now: datetime) -> None:
     errors: dict[str, list[str]] = {}
-    if ends_at <= starts_at:
-        errors["ends_at"] = ["Must be after starts_at."]
-    elif ends_at <= now:
+    if ends_at <= now:
         errors["ends_at"] = ["Must be in the future."]
+    elif ends_at <= starts_at:
+        errors["ends_at"] = ["Must be after starts_at."]
     elif ends_at - starts_at > timedelta(days=MAX_DAYS):
         errors["ends_at"] = [f"A delegation lasts at most {MAX_DAYS} days."]
     if errors:
