@@ -193,6 +193,7 @@ APPROVAL = {
     "created_at": v.AT,
     "expires_at": v.LATER,
     "decided_by": "",
+    "acting_for": None,
     "note": "",
     "resolved_at": None,
     "admission_id": None,
