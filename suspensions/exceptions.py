@@ -51,6 +51,10 @@ class SeparationOfDuties(ServiceError):
     status, code, title = 403, "separation_of_duties", "Whoever asked for this approval may not decide it"
 
 
+class NotDelegated(ServiceError):
+    status, code, title = 403, "not_delegated", "No active delegation lets you act for this person here"
+
+
 class PersonRequired(ServiceError):
     status, code, title = 403, "person_required", "Only a principal linked to a person may decide this approval"
 

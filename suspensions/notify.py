@@ -19,6 +19,7 @@ import json
 import logging
 from datetime import UTC
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
@@ -38,6 +39,8 @@ LEADS = {
 # An escalation chain's step (docs/policies.md, "Escalation chains") asks before any deadline moved.
 CHAIN_LEAD = "Escalated to you: nobody has answered this approval yet."
 PREFIXES = {"request": "", "reminder": "Reminder: ", "escalation": "Escalated: "}
+# A delegate's email (docs/identity.md, "Delegation"): whom they stand in for.
+DELEGATE_LEAD = "You are asked in place of {name}, who is away and named you their delegate: decide for them."
 # Each call's arguments in the mail: enough to recognise the request, never the whole payload.
 ARGUMENT_CHARS = 300
 SUBJECT_CHARS = 150
@@ -52,7 +55,11 @@ def send(notification: Any) -> None:
         raise LookupError(f"approval {notification.approval_id} does not exist")
     links = decision_links(approval, notification.user_id) if notification.user_id else None
     lead = CHAIN_LEAD if notification.step else None
-    subject, text, html = render(approval, kind=notification.kind, links=links, lead=lead)
+    if notification.acting_for:  # a delegate, asked in place of someone away: the console, never a one-click link
+        lead = DELEGATE_LEAD.format(name=notification.acting_for)
+    subject, text, html = render(
+        approval, kind=notification.kind, links=links, lead=lead, acting_for=notification.acting_for
+    )
     headers = {NOTIFICATION_HEADER: str(notification.pk)}
     message = EmailMultiAlternatives(
         subject, text, settings.DEFAULT_FROM_EMAIL, [notification.recipient], headers=headers
@@ -82,8 +89,9 @@ def decision_links(approval: Approval, user_id: int) -> dict[str, str] | None:
 # -- the message ---------------------------------------------------------------------------
 
 
-def console_link(approval: Approval) -> str:
-    return f"{settings.CONSOLE_BASE_URL}/console/approvals/{approval.pk}/"
+def console_link(approval: Approval, acting_for: str = "") -> str:
+    link = f"{settings.CONSOLE_BASE_URL}/console/approvals/{approval.pk}/"
+    return f"{link}?{urlencode({'acting_for': acting_for})}" if acting_for else link
 
 
 def deadline_text(approval: Approval) -> str:
@@ -119,7 +127,12 @@ def truncate(text: str, limit: int) -> str:
 
 
 def render(
-    approval: Approval, *, kind: str = "request", links: dict[str, str] | None = None, lead: str | None = None
+    approval: Approval,
+    *,
+    kind: str = "request",
+    links: dict[str, str] | None = None,
+    lead: str | None = None,
+    acting_for: str = "",
 ) -> tuple[str, str, str]:
     """(subject, plain text, HTML) of the approver email; the HTML escapes every value.
 
@@ -132,7 +145,7 @@ def render(
     # A header may not hold a line break: agent ids and tool names are the engine's text.
     subject = " ".join(f"{PREFIXES[kind]}Approval needed: {agent} wants to call {tools}".split())
     subject = truncate(subject, SUBJECT_CHARS)
-    deadline, link = deadline_text(approval), console_link(approval)
+    deadline, link = deadline_text(approval), console_link(approval, acting_for)
     lead = lead or LEADS[kind]
     text_lines = [lead, "", f"Agent: {agent}", f"Scope: {display.escaped(approval.scope)}", "Calls:"]
     text_lines += [f"  {name}({arguments})" for name, arguments in calls]

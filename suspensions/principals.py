@@ -16,6 +16,10 @@ class Principal:
     token_id: str | None = field(default=None, compare=False)
     # The person behind the principal: the user, or the user a token is linked to.
     user_id: int | None = field(default=None, compare=False)
+    # A delegate deciding for someone (docs/identity.md, "Delegation"): the person represented, by principal name
+    # (`user:<username>`) and user id. `name` and `user_id` stay the delegate's, who is the actor on every record.
+    acting_for: str | None = field(default=None, compare=False)
+    for_user_id: int | None = field(default=None, compare=False)
 
     # DRF's IsAuthenticated reads these.
     is_authenticated: bool = True
@@ -36,7 +40,10 @@ class Principal:
 
     @property
     def person(self) -> str:
-        """Who this is for separation of duties and distinct votes: the user when known, else the name."""
+        """Who this is for distinct votes: the person represented when acting for one, the user when known, else the
+        name. A person and their delegate acting for them are one voter."""
+        if self.for_user_id is not None:
+            return f"user#{self.for_user_id}"
         return f"user#{self.user_id}" if self.user_id is not None else self.name
 
     def scope_q(self, *roles: str, prefix: str = "") -> Q:

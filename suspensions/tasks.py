@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackClientError
 
 from . import services
 from .observability import heartbeat, metrics
-from .services import audit, delivery, idempotency, notifications, outbox, reminders, retention
+from .services import audit, delegation_notices, delivery, idempotency, notifications, outbox, reminders, retention
 from .slack import answers
 
 log = logging.getLogger(__name__)
@@ -142,6 +142,13 @@ def deliver_notifications(ids: list[str]) -> int:
 def notification_sweep() -> int:
     """Beat: deliver due notifications (retries, lost tasks, expired leases) for about one beat interval."""
     return notifications.deliver_due(max_seconds=settings.WEBHOOK_SWEEP_SECONDS)
+
+
+@shared_task(name="suspensions.tasks.announce_delegations", ignore_result=True)
+def announce_delegations(ids: list[str] | None = None) -> int:
+    """Tell delegates their delegation started (docs/identity.md, "Delegation"): enqueued on a delegation's commit
+    (`ids`), and by beat for the ones that start later or whose task was lost."""
+    return delegation_notices.announce(ids)
 
 
 # -- Slack answers (docs/notifications.md, Slack): sent after the interaction's request has answered --------

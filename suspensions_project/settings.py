@@ -362,6 +362,12 @@ CELERY_BEAT_SCHEDULE["notification-sweep"] = {
     "schedule": WEBHOOK_SWEEP_SECONDS,
     "options": {"expires": WEBHOOK_SWEEP_SECONDS},
 }
+# Delegates are told when a delegation starts (docs/identity.md, "Delegation"): beat finds those starting later.
+CELERY_BEAT_SCHEDULE["announce-delegations"] = {
+    "task": "suspensions.tasks.announce_delegations",
+    "schedule": 60,
+    "options": {"expires": 60},
+}
 
 # docs/api.md, "5. Digests and bounds": retained inputs up to 8 MiB, bodies up to 8 MiB + 64 KiB.
 MAX_INPUT_BYTES = 8 * 1024 * 1024

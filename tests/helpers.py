@@ -9,6 +9,7 @@ from suspensions.models import (
     Admission,
     Approval,
     ApprovalVote,
+    Delegation,
     EarlyResult,
     Event,
     FlowWait,
@@ -138,6 +139,7 @@ def snapshot() -> dict[str, Any]:
         "early_results": sorted(EarlyResult.objects.values_list("id", "suspension_id", "digest", "expires_at")),
         "runs_with_early_results": Run.objects.filter(has_early_results=True).count(),
         "idempotency_keys": sorted(IdempotencyKey.objects.values_list("principal", "key", "request_digest")),
+        "delegations": sorted(Delegation.objects.values_list("id", "ends_at", "ended_at")),
     }
 
 

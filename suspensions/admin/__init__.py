@@ -25,7 +25,7 @@ Every registered ModelAdmin of this app derives from `ScopedAdmin`:
 
 from django.contrib import admin
 
-from . import access, floors, identity, notifications, provisioning, push, records, retention  # noqa: F401  (each registers its admins)
+from . import access, delegations, floors, identity, notifications, provisioning, push, records, retention  # noqa: F401  (each registers its admins)
 
 admin.site.site_header = "Suspensions admin"
 admin.site.site_title = "Suspensions admin"

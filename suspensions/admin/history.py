@@ -149,6 +149,7 @@ def _approval_row(a: Approval, votes: list[dict[str, Any]]) -> dict[str, Any]:
         "requested_by": a.requested_by,
         "quorum": a.quorum,
         "decided_by": a.decided_by,
+        "acting_for": a.acting_for,
         "note": a.note,
         "created_at": a.created_at,
         "resolved_at": a.resolved_at,
@@ -160,7 +161,8 @@ def _approval_row(a: Approval, votes: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _vote_row(v: ApprovalVote) -> dict[str, Any]:
-    return {"voter": v.voter, "cast_at": v.cast_at, "note": v.note, "url": admin_url(ApprovalVote, v.id)}
+    voter = f"{v.voter} for {v.acting_for}" if v.acting_for else v.voter
+    return {"voter": voter, "cast_at": v.cast_at, "note": v.note, "url": admin_url(ApprovalVote, v.id)}
 
 
 def _admission_row(a: Admission) -> dict[str, Any]:

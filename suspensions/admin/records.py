@@ -72,9 +72,26 @@ class SuspensionAdmin(ReadOnlyAdmin):
 
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdmin):
-    list_display = ("suspension_id", "agent_id", "scope", "status", "decided_by", "created_at", "resolved_at")
+    list_display = (
+        "suspension_id",
+        "agent_id",
+        "scope",
+        "status",
+        "decided_by",
+        "acting_for",
+        "created_at",
+        "resolved_at",
+    )
     list_filter = ("status", "scope_l1")
-    search_fields = ("suspension_id__exact", "run_id__exact", "agent_id", "requested_by", "decided_by", "note")
+    search_fields = (
+        "suspension_id__exact",
+        "run_id__exact",
+        "agent_id",
+        "requested_by",
+        "decided_by",
+        "acting_for",
+        "note",
+    )
     date_column = "created_at"
     # What was asked and how it was decided: the pause itself is gone after a deny or a start.
     fields = (
@@ -93,6 +110,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
         "escalated_at",
         "status",
         "decided_by",
+        "acting_for",
         "note",
         "final_calls",
         "response",
@@ -105,9 +123,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
 @admin.register(ApprovalVote)
 class ApprovalVoteAdmin(ReadOnlyAdmin):
-    list_display = ("suspension_id", "voter", "scope", "cast_at")
+    list_display = ("suspension_id", "voter", "acting_for", "scope", "cast_at")
     list_filter = ("scope_l1",)
-    search_fields = ("suspension_id__exact", "run_id__exact", "voter", "note")
+    search_fields = ("suspension_id__exact", "run_id__exact", "voter", "acting_for", "note")
     date_column = "cast_at"
     shown_as = {"calls": "calls_json"}
     calls_json = json_column("calls", "Calls approved")

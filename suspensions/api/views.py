@@ -287,6 +287,7 @@ def decide(principal: Principal, pk: UUID, body: requests.Decide) -> tuple[int, 
         reason=given(body.reason, ""),
         response=given(body.response, ""),
         calls=calls,
+        acting_for=given(body.acting_for, ""),
     )
     if isinstance(decision, services.Denied):
         return (201 if decision.fresh else 200), DeniedOut.of(decision).wire()

@@ -24,12 +24,21 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from .. import replicas, selectors, services, timefmt
 from ..approval_reads import find_approval
-from ..exceptions import ArgumentsInvalid, Forbidden, NotFound, SeparationOfDuties, ServiceError, UnusableSchema
+from ..exceptions import (
+    ArgumentsInvalid,
+    Forbidden,
+    NotDelegated,
+    NotFound,
+    SeparationOfDuties,
+    ServiceError,
+    UnusableSchema,
+)
 from ..filters import InboxFilter
 from ..models import Approval, ApprovalStatus, ApprovalVote, Role
 from ..principals import Principal, principal_of
+from ..services import delegations
 from ..services.approval_checks import check_duties
-from . import paging, policy, present, queries
+from . import away, paging, policy, present, queries
 from .access import staff_required
 from .forms import AGE_CHOICES, EXPIRING_CHOICES, EXTEND_CHOICES, MAX_RESPONSE, MAX_TEXT, DecisionForm, ExtendForm
 
@@ -46,6 +55,7 @@ LOST = {
     "input_too_large": "The note is too long.",
     "invalid_request": "The decision form was incomplete; reload the page and try again.",
     "separation_of_duties": "You asked for this approval, so you cannot decide it: another approver must.",
+    "not_delegated": "You hold no delegation that lets you decide this for that person now.",
     "vote_mismatch": "Your vote differs from the first vote's edits: approve exactly the same arguments or deny.",
     "not_editable": "That call's arguments may not be changed: approve it as asked, answer in words, or deny.",
     "arguments_invalid": "The edited arguments do not match the call's schema; nothing was decided.",
@@ -124,14 +134,21 @@ def bulk_results(request: HttpRequest) -> tuple[list[dict[str, Any]], dict[str, 
 @require_GET
 @staff_required
 def approval(request: HttpRequest, pk: UUID) -> HttpResponse:
-    context = page_context(request, principal_of(request), pk, inbox_query(request.GET))
+    chosen = away.deciding(principal_of(request), pk, request.GET.get("acting_for", "")[:150])
+    context = page_context(request, chosen.principal, pk, inbox_query(request.GET), acting=chosen)
     return render(request, "console/approval.html", context)
 
 
 def page_context(
-    request: HttpRequest, principal: Principal, pk: UUID, filters: str, kept: dict[str, Any] | None = None
+    request: HttpRequest,
+    principal: Principal,
+    pk: UUID,
+    filters: str,
+    kept: dict[str, Any] | None = None,
+    acting: away.Deciding | None = None,
 ) -> dict[str, Any]:
-    """The approval page; `kept` is an approve the page refused: the texts typed, the errors by call, the note."""
+    """The approval page; `kept` is an approve the page refused: the texts typed, the errors by call, the note;
+    `acting`, whom the signed-in person may decide for (default: whom `principal` acts for, if anyone)."""
     now = timezone.now()
     try:
         body = find_approval(principal, pk).wire()
@@ -158,6 +175,7 @@ def page_context(
         context["decision"] = {
             **decision_context(principal, susp, body["version"], now),
             **policy_context(principal, record, shown, votes, own, kept, context["unsent"]),
+            "acting": acting or away.Deciding(principal, (principal.acting_for or "").removeprefix("user:")),
         }
     return context
 
@@ -268,6 +286,13 @@ def decide(request: HttpRequest, pk: UUID) -> HttpResponse:
 @staff_required
 def _decide(request: HttpRequest, pk: UUID, filters: str, page: str) -> HttpResponse:
     principal = principal_of(request)
+    if asked := request.POST.get("acting_for", "")[:150]:
+        page = away.deciding_url(pk, asked)
+        try:  # checked again by services.decide, under the claim
+            principal = delegations.acting(principal, asked, delegations.approval_scope(pk))
+        except NotDelegated as exc:  # to where they find whom they stand in for now: this page may be closed to them
+            messages.error(request, f"Nothing was decided: {exc.detail}.")
+            return redirect("console:away")
     record = queries.visible_approvals(principal).filter(pk=pk).first()
     if record is None:
         raise Http404("approval not found")
@@ -400,6 +425,8 @@ def outcome(decision: services.Decision, kind: str, quorum: int) -> str:
 
 def lost_message(principal: Principal, pk: UUID, exc: ServiceError) -> str:
     """Why the decision did not go through; "you already decided" when the record names this approver."""
+    if principal.acting_for and exc.code in ("separation_of_duties", "vote_mismatch"):
+        return exc.detail  # about the person acted for: the service's own sentence names them
     if exc.code == "vote_mismatch" and "first_voter" not in exc.extra:
         return "You already voted on this approval, with other arguments or another note: your first vote stands."
     if exc.code in ("not_suspended", "admission_conflict"):

@@ -1,7 +1,21 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import act, approvals, bulk, closures, floors, holds, open_link, role_mappings, routes, signin, views, webhooks
+from . import (
+    act,
+    approvals,
+    away,
+    bulk,
+    closures,
+    floors,
+    holds,
+    open_link,
+    role_mappings,
+    routes,
+    signin,
+    views,
+    webhooks,
+)
 
 app_name = "console"
 
@@ -18,6 +32,8 @@ urlpatterns = [
     path("act/<str:token>", act.act, name="act"),
     path("open/", open_link.resume, name="open_resume"),
     path("open/<str:token>", open_link.open_link, name="open_link"),
+    path("away/", away.away, name="away"),
+    path("away/<uuid:pk>/end", away.end, name="away_end"),
     path("runs/", views.runs, name="runs"),
     path("runs/<uuid:pk>/", views.run, name="run"),
     path("uncertain/", views.uncertain, name="uncertain"),

@@ -12,6 +12,7 @@ from django.db.models import Q
 from ..ids import uuid7
 from .approvals import Approval, ApprovalStatus, ApprovalVote, OnExpiry
 from .base import SCOPE_LEVELS, TERMINAL_STATES, Reason, Role, RunState, Scoped, level_indexes
+from .delegations import Delegation
 from .floors import ApprovalFloor
 from .idempotency import IdempotencyKey
 from .identity import MembershipSource, OidcIdentity, RoleChange, RoleChangeKind, RoleMapping
@@ -55,6 +56,7 @@ __all__ = [
     "AuditPrune",
     "AuditRunHead",
     "ClosureReceipt",
+    "Delegation",
     "DeliveryAttempt",
     "EarlyResult",
     "EventType",

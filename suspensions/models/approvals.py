@@ -47,6 +47,8 @@ class Approval(Scoped):
     expires_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING)
     decided_by = models.CharField(max_length=200, blank=True)
+    # The person a delegate decided for (docs/identity.md, "Delegation"): `user:<username>`; empty otherwise.
+    acting_for = models.CharField(max_length=200, blank=True, default="")
     note = models.TextField(blank=True)
     created_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
@@ -147,6 +149,9 @@ class ApprovalVote(Scoped):
     run_id = models.UUIDField(db_index=True)
     voter = models.CharField(max_length=200)
     voter_key = models.CharField(max_length=200)
+    # A delegate's vote for someone (docs/identity.md, "Delegation"): `voter` is the delegate, `voter_key` and this
+    # name the person represented, so a person and their delegate count once.
+    acting_for = models.CharField(max_length=200, blank=True, default="")
     calls = models.TextField()
     note = models.TextField(blank=True)
     # Over the calls and the note: the same voter's identical vote again is a replay.

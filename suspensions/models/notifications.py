@@ -88,6 +88,10 @@ class Notification(Scoped):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications"
     )
     route_id = models.UUIDField(null=True, blank=True)
+    # A delegate asked in place of someone away (docs/identity.md, "Delegation"): that person's username. Such an
+    # email carries no one-click links, and a Slack one is a direct message without buttons: the delegate decides in
+    # the console, choosing to decide for them.
+    acting_for = models.CharField(max_length=150, blank=True, default="")
     status = models.CharField(max_length=16, choices=MessageStatus.choices, default=MessageStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField()

@@ -64,12 +64,12 @@ def _announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict
     elif row.kind == "admitted":
         yield from _admitted(row, extra, {**base, **pause})
     elif row.kind == "voted":
-        vote = {"votes": d.get("votes"), "quorum": d.get("quorum"), "voter": row.actor}
+        vote = {"votes": d.get("votes"), "quorum": d.get("quorum"), "voter": row.actor, **_acting(d)}
         yield EventType.APPROVAL_VOTE, {**base, **pause, "reason": "approval", **vote}
     elif row.kind == "denied":
         yield (
             EventType.APPROVAL_DECIDED,
-            {**base, **pause, "reason": "approval", "decision": "deny", "decided_by": row.actor},
+            {**base, **pause, "reason": "approval", "decision": "deny", "decided_by": row.actor, **_acting(d)},
         )
         # A denial fails the run: engines that follow run.finished learn of it there too.
         yield EventType.RUN_FINISHED, base
@@ -99,6 +99,11 @@ def _announced(row: Event, extra: Mapping[str, Any]) -> Iterator[tuple[str, dict
         yield EventType.RUN_CLOSED, {**base, **pause, "request_digest": d.get("request_digest")}
 
 
+def _acting(d: Mapping[str, Any]) -> dict[str, Any]:
+    """A delegate's decision names the person it was for (docs/identity.md, "Delegation"); others carry nothing new."""
+    return {"acting_for": d["acting_for"]} if d.get("acting_for") else {}
+
+
 def _admitted(row: Event, extra: Mapping[str, Any], base: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """An admission announces the approver's decision (an approval, or a dispatch that answered one) and the work
     an engine may now start."""
@@ -108,7 +113,8 @@ def _admitted(row: Event, extra: Mapping[str, Any], base: dict[str, Any]) -> Ite
     )
     if answered:
         decision = extra.get("decision") or ("approve" if source == AdmissionSource.APPROVAL else "respond")
-        yield EventType.APPROVAL_DECIDED, {**base, "reason": "approval", "decision": decision, "decided_by": row.actor}
+        decided = {"reason": "approval", "decision": decision, "decided_by": row.actor, **_acting(d)}
+        yield EventType.APPROVAL_DECIDED, {**base, **decided}
     if source in WORK:
         work = {"admission_id": d.get("admission_id"), "source": source, "request_digest": d.get("request_digest")}
         yield EventType.ADMISSION_CREATED, {**base, **work}

@@ -40,6 +40,11 @@ def check_duties(principal: Principal, record: Approval) -> None:
     An approval floor may demand that only principals of a person decide (floors.check_person).
     """
     floors.check_person(principal, record)
+    # Acting for the requester is refused whatever the policy (docs/identity.md, "Delegation"): a delegation
+    # lends a person's vote, and the requester has none on their own request.
+    for_requester = principal.for_user_id is not None and principal.for_user_id == record.requester_user_id
+    if principal.acting_for is not None and (principal.acting_for == record.requested_by or for_requester):
+        raise SeparationOfDuties(f"{principal.acting_for} asked for this approval: nobody may decide it for them")
     if not record.exclude_requester:
         return
     same_user = principal.user_id is not None and principal.user_id == record.requester_user_id

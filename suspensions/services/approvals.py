@@ -31,6 +31,7 @@ from ..models import (
 from ..models import Run as RunModel
 from ..observability import metrics
 from ..principals import Principal
+from . import delegations
 from .approval_checks import check_duties, check_version, record_of
 from .claiming import (
     AdmissionDoor,
@@ -45,6 +46,7 @@ from .claims import (
     Claimed,
     Locked,
     Version,
+    acting,
     advance,
     check_deadline,
     event,
@@ -95,7 +97,10 @@ def respond(*, principal: Principal, suspension_id: UUID | str, version: Version
     check_version(suspension_id, version)
     if not response.strip():
         raise InvalidRequest("a response needs words", errors={"response": ["A response needs words."]})
-    input_text = digests.canonical({"decision": "respond", "response": response, "approver": principal.name}).decode()
+    body = {"decision": "respond", "response": response, "approver": principal.name}
+    if principal.acting_for:  # a delegate's answer (docs/identity.md, "Delegation")
+        body["acting_for"] = principal.acting_for
+    input_text = digests.canonical(body).decode()
     door = Respond(version=version, input_text=input_text, response=response)
     return through(door, principal=principal, run_id=version.run_id)
 
@@ -119,7 +124,8 @@ class Deny(Door[Suspension, Suspension, Denied]):
         prior = Approval.objects.filter(
             suspension_id=self.version.suspension_id, run_id=t.run.id, status=ApprovalStatus.DENIED
         ).first()
-        if prior is not None and prior.decided_by == t.principal.name and prior.note == self.reason:
+        mine = (t.principal.name, t.principal.acting_for or "", self.reason)
+        if prior is not None and (prior.decided_by, prior.acting_for, prior.note) == mine:
             return Replay(Denied(run=t.run, suspension_id=self.version.suspension_id, reason=self.reason, fresh=False))
         claimed_before(t, self.version)  # raises the loser's refusal when nothing claimed it
         raise NotSuspended(f"pause {self.version.suspension_id} was already decided")
@@ -134,7 +140,9 @@ class Deny(Door[Suspension, Suspension, Denied]):
         t.writes.delete(Suspension, live.pk)
         resolve_approval(t, live, ApprovalStatus.DENIED, self.reason)
         advance(t, RunState.FAILED, error=f"rejected: {self.reason}")
-        write_events(t.writes, event(t.run, "denied", actor, t.now, suspension_id=str(live.id), reason=self.reason))
+        by = acting(t.principal)
+        denied = event(t.run, "denied", actor, t.now, suspension_id=str(live.id), reason=self.reason, **by)
+        write_events(t.writes, denied)
         return Denied(run=t.run, suspension_id=live.id, reason=self.reason)
 
 
@@ -158,8 +166,15 @@ def decide(
     reason: str = "",
     response: str = "",
     calls: list[dict[str, Any]] | None = None,
+    acting_for: str = "",
 ) -> Decision:
-    """The approver's decision, for the API and the console alike: approve (a vote), respond, or deny."""
+    """The approver's decision, for the API and the console alike: approve (a vote), respond, or deny.
+
+    With `acting_for`, a delegate decides for that person (docs/identity.md, "Delegation"): 403 not_delegated,
+    before anything is written, unless a delegation from them to the principal holds now.
+    """
+    if acting_for:
+        principal = delegations.acting(principal, acting_for, delegations.approval_scope(suspension_id))
     try:
         if decision == "approve":
             return approve(principal=principal, suspension_id=suspension_id, version=version, note=reason, edits=calls)

@@ -84,6 +84,7 @@ from .claims import (
     Claimed,
     Locked,
     Version,
+    acting,
     advance,
     check_swept,
     event,
@@ -261,6 +262,7 @@ def admit(
         admission_id=str(admission.id),
         source=source,
         request_digest=request_digest,
+        **acting(t.principal),
     )
     return admission, admitted
 

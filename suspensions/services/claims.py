@@ -190,6 +190,11 @@ def advance(t: Locked, state: str, **fields: Any) -> int:
     return revision
 
 
+def acting(principal: Principal) -> dict[str, str]:
+    """What an event records of a delegate deciding for someone (docs/identity.md, "Delegation"): `acting_for`."""
+    return {"acting_for": principal.acting_for} if principal.acting_for else {}
+
+
 def event(run: Run, kind: str, actor: str, at: datetime, **data: Any) -> Event:
     """An unsaved Event of `run` at its current revision; `write_events` saves it in the change's transaction."""
     row = Event(run_id=run.id, kind=kind, actor=actor, revision=run.revision, data=data, at=at)
@@ -279,5 +284,6 @@ def resolve_approval(t: Locked, suspension: Suspension, status: str, note: str =
     """Close the pause's approval request, if it has one still pending; `decided`: final_calls or response."""
     pending = {"suspension_id": suspension.id, "status": ApprovalStatus.PENDING}
     decision: dict[str, Any] = {"status": status, "resolved_at": t.now, "decided_by": t.principal.name, "note": note}
+    decision["acting_for"] = t.principal.acting_for or ""
     t.writes.update(Approval, pending, None, **decision, **decided)
     tracing.decided(t.live, status, t.principal.name, t.now)

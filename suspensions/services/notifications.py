@@ -51,7 +51,9 @@ from ..models import (
     NotificationKind,
     NotificationRoute,
     OutboxEvent,
+    SlackIdentity,
 )
+from .delegations import delegates_of
 from .retries import COUNTDOWN_LIMIT, retry_wait
 
 log = logging.getLogger(__name__)
@@ -134,7 +136,9 @@ def asking(
     if excluded is not None:
         people = people.exclude(pk=excluded)
     made = _made(approval, kind, now, event_id)
-    rows = [made(NotificationChannel.EMAIL, user.email, user=user) for user in people]
+    asked = list(people)
+    rows = [made(NotificationChannel.EMAIL, user.email, user=user) for user in asked]
+    rows += delegated(approval, asked, excluded, made, now)
     if kind == NotificationKind.REMINDER:
         return rows
     excluded_email = _email_of(excluded)
@@ -182,6 +186,28 @@ def chain_step(
     return [*rows.values(), *slack]
 
 
+def delegated(
+    approval: Approval, people: list[Any], excluded: int | None, made: Callable[..., Notification], now: datetime
+) -> list[Notification]:
+    """The delegates of `people` holding a delegation over the approval's scope now (docs/identity.md, "Delegation"):
+    each asked by email, and by a Slack direct message where their Slack identity is linked, for whom they stand in.
+
+    Not the requester, nor a delegate asked already as an approver (they choose in the console); once per delegate.
+    """
+    asked = {user.pk for user in people} | {excluded}
+    rows: dict[int, list[Notification]] = {}
+    for d in delegates_of([user.pk for user in people if user.pk != excluded], approval.scope, now):
+        to = d.to_user
+        if to.pk in asked or to.pk in rows or not (to.is_active and to.is_staff and to.email):
+            continue
+        name = d.from_user.get_username()
+        rows[to.pk] = [made(NotificationChannel.EMAIL, to.email, acting_for=name)]
+        slack_id = SlackIdentity.objects.filter(user_id=to.pk).values_list("slack_user_id", flat=True).first()
+        if slack_id and slack_configured():
+            rows[to.pk].append(made(NotificationChannel.SLACK, slack_id, acting_for=name))
+    return [n for found in rows.values() for n in found]
+
+
 def _slack_post(made: Callable[..., Notification], route: NotificationRoute) -> Notification:
     """A Slack route's post; `failed` at once, never sent, once its channel is no longer granted to its scope."""
     row = made(NotificationChannel.SLACK, route.target, route_id=route.id)
@@ -198,6 +224,7 @@ def slack_updates(approval: Approval, now: datetime, *, event_id: int) -> list[N
         approval_id=approval.pk,
         channel=NotificationChannel.SLACK,
         kind__in=[NotificationKind.REQUEST, NotificationKind.ESCALATION],
+        acting_for="",  # a delegate's direct message has no buttons to take away
     )
     made = _made(approval, NotificationKind.DECIDED, now, event_id)
     channels = dict.fromkeys(asked.order_by("created_at").values_list("recipient", flat=True))

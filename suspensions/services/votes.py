@@ -28,7 +28,7 @@ from ..observability import metrics
 from ..principals import Principal
 from .approval_checks import check_duties, check_version, record_of
 from .claiming import Door, Replay, admit, check_reason, claimed_before, current_pause, refuse_claimed, through
-from .claims import Claimed, Locked, Version, check_deadline, event, resolve_approval, write_events
+from .claims import Claimed, Locked, Version, acting, check_deadline, event, resolve_approval, write_events
 
 
 @dataclass
@@ -51,7 +51,7 @@ def _vote_digest(calls: list[dict[str, Any]], note: str) -> str:
     return hashlib.sha256(digests.canonical({"calls": policies.calls_value(calls), "note": note})).hexdigest()
 
 
-def _approval_input(calls: list[dict[str, Any]], note: str, approvers: Sequence[str]) -> str:
+def _approval_input(calls: list[dict[str, Any]], note: str, approvers: Sequence[str], acting_for: str | None) -> str:
     # The last voter is `approver`; every voter, in order, is `approvers`.
     body = {
         "decision": "approve",
@@ -60,7 +60,20 @@ def _approval_input(calls: list[dict[str, Any]], note: str, approvers: Sequence[
         "approver": approvers[-1],
         "approvers": list(approvers),
     }
+    if acting_for:  # the deciding vote was a delegate's (docs/identity.md, "Delegation")
+        body["acting_for"] = acting_for
     return digests.canonical(body).decode()
+
+
+def _already(principal: Principal, mine: ApprovalVote) -> str:
+    """The refusal of a second, different vote by one person: theirs, or their delegate's for them."""
+    if mine.voter == principal.name and mine.acting_for == (principal.acting_for or ""):
+        return "you already voted on this approval, with other calls or another note"
+    if principal.acting_for:
+        who = f"{principal.acting_for}, whom you act for,"
+    else:
+        who = "you"
+    return f"{who} already voted on this approval (cast by {mine.voter}), with other calls or another note"
 
 
 @dataclass(frozen=True)
@@ -118,7 +131,7 @@ class Vote(Door[Open, Ballot, Claimed | Voted]):
         # A stored vote is not permission: its replay goes only to someone who may decide now, as step 4 says.
         check_duties(t.principal, record)
         if mine.digest != _vote_digest(policies.final_calls(json.loads(live.pending), self.edits), self.note):
-            raise VoteMismatch("you already voted on this approval, with other calls or another note")
+            raise VoteMismatch(_already(t.principal, mine))
         voters = [v.voter for v in votes]
         return Replay(Voted(run=t.run, suspension_id=live.id, quorum=record.quorum, voters=voters, fresh=False))
 
@@ -154,6 +167,7 @@ class Vote(Door[Open, Ballot, Claimed | Voted]):
             run_id=t.run.id,
             voter=t.principal.name,
             voter_key=t.principal.person,
+            acting_for=t.principal.acting_for or "",
             calls=calls_text,
             note=self.note,
             digest=_vote_digest(ballot.calls, self.note),
@@ -163,7 +177,14 @@ class Vote(Door[Open, Ballot, Claimed | Voted]):
         t.writes.insert([vote])
         voters = [v.voter for v in ballot.votes] + [t.principal.name]
         voted = event(
-            t.run, "voted", t.principal.name, t.now, suspension_id=str(live.id), votes=len(voters), quorum=quorum
+            t.run,
+            "voted",
+            t.principal.name,
+            t.now,
+            suspension_id=str(live.id),
+            votes=len(voters),
+            quorum=quorum,
+            **acting(t.principal),
         )
         if edited := [c["id"] for c in ballot.calls if c["edited"]]:
             voted.data["edited"] = edited
@@ -174,7 +195,7 @@ class Vote(Door[Open, Ballot, Claimed | Voted]):
 
     def approved(self, t: Locked, ballot: Ballot, voters: list[str], voted: Event | None, calls_text: str) -> Claimed:
         """The deciding vote: T4 with every call's final arguments as the input, the approval resolved."""
-        input_text = _approval_input(ballot.calls, self.note, voters)
+        input_text = _approval_input(ballot.calls, self.note, voters, t.principal.acting_for)
         digest = digests.request_digest(scope=t.run.scope, version=self.version.as_dict(), input=input_text)
         admission, admitted = admit(
             t,

@@ -102,10 +102,20 @@ def request_message(approval: Approval, *, run_revision: int, kind: str = "reque
     return {"text": f"{header}: {agent} wants to call {slack_escape(_tools(approval))}", "blocks": blocks}
 
 
+def delegate_text(approval: Approval, acting_for: str) -> str:
+    """A delegate's direct message (docs/identity.md, "Delegation"): what waits, for whom, and the console link."""
+    agent = slack_escape(display.escaped(approval.agent_id or "an agent"))
+    who = slack_escape(acting_for)
+    link = f"<{console_link(approval, acting_for)}|decide for {who} in the console>"
+    return f"In place of {who}, who is away: {agent} wants to call {slack_escape(_tools(approval))}; {link}"
+
+
 def decided_message(approval: Approval) -> dict[str, Any]:
     """chat.update's `text` and `blocks` once the approval is no longer pending: the outcome, who, no buttons."""
     outcome = OUTCOMES.get(ApprovalStatus(approval.status), str(approval.status))
     who = f" by {slack_escape(approval.decided_by)}" if approval.decided_by else ""
+    if approval.acting_for:
+        who += f" for {slack_escape(approval.acting_for)}"
     line = f"*{outcome}*{who}"
     if approval.note:
         line += f": {slack_escape(truncate(approval.note, 500))}"

@@ -36,6 +36,13 @@ def send(notification: Any) -> None:
         return
     if notification.slack_ts:
         return  # posted by an earlier attempt whose outcome was recorded with its ts: never post twice
+    if notification.acting_for:
+        # A delegate's direct message (docs/identity.md, "Delegation"): no buttons, a press would act as the
+        # delegate themselves; they decide in the console, for the person they stand in for.
+        text = blocks.delegate_text(approval, notification.acting_for)
+        answer = web_client().chat_postMessage(channel=notification.recipient, text=text)
+        notification.slack_ts = str(answer["ts"])
+        return
     if approval.status == ApprovalStatus.PENDING:
         message = blocks.request_message(approval, run_revision=_revision(approval), kind=notification.kind)
     else:

@@ -538,10 +538,11 @@ class VoteOut(Answer):
     voter: str
     cast_at: Moment
     note: str
+    acting_for: str | None = doc("A delegate's vote: the person it counts for (`user:<username>`); else null.")
 
     @classmethod
     def of(cls, vote: ApprovalVote) -> Self:
-        return cls(voter=vote.voter, cast_at=vote.cast_at, note=vote.note)
+        return cls(voter=vote.voter, cast_at=vote.cast_at, note=vote.note, acting_for=vote.acting_for or None)
 
 
 class ApprovalOut(Answer):
@@ -564,6 +565,7 @@ class ApprovalOut(Answer):
     created_at: Moment
     expires_at: Moment | None
     decided_by: str = doc("Empty while pending and when nobody answered.")
+    acting_for: str | None = doc("A delegate's decision: the person it was made for (`user:<username>`); else null.")
     note: str = doc("The approver's note, or the reason of a denial.")
     resolved_at: Moment | None
     admission_id: UUID | None = doc("The admission an approval created.")
@@ -596,6 +598,7 @@ class ApprovalOut(Answer):
             created_at=record.created_at,
             expires_at=record.expires_at,
             decided_by=record.decided_by,
+            acting_for=record.acting_for or None,
             note=record.note,
             resolved_at=record.resolved_at,
             admission_id=admission.id if admission is not None else None,

@@ -4,13 +4,14 @@ approval's sealed link.
 Declared once, as in answers.py (its docstring says how a field keeps its bytes).
 """
 
-from typing import Literal, Self
+from datetime import datetime
+from typing import Any, Literal, Self
 from uuid import UUID
 
-from pydantic import MISSING
+from pydantic import MISSING, Field
 
 from ..approval_links import Link
-from ..models import ApprovalFloor, LegalHold, NotificationRoute, WebhookEndpoint, WebhookMessage
+from ..models import ApprovalFloor, Delegation, LegalHold, NotificationRoute, WebhookEndpoint, WebhookMessage
 from .answers import Answer, Moment, absent, doc
 
 # -- an approval's sealed link (docs/api.md, "`POST /approvals/{id}/link`") -----------------------
@@ -226,3 +227,45 @@ class LegalHoldOut(Answer):
             released_by=hold.released_by or None,
             released_at=hold.released_at,
         )
+
+
+# -- delegations (docs/identity.md, "Delegation") -------------------------------------------------
+
+
+class DelegationOut(Answer):
+    """Who decides for whom, where and when; `active` says whether it holds at the time of the answer."""
+
+    id: UUID
+    from_: str = Field(alias="from", serialization_alias="from", description="Who is away (a username).")
+    to: str = doc("Who decides in their place (a username).")
+    scope: str
+    starts_at: Moment
+    ends_at: Moment
+    reason: str
+    active: bool = doc("It holds now: started, not past ends_at, not ended.")
+    created_by: str
+    created_at: Moment
+    ended_at: Moment | None = doc("When it was ended before ends_at; null otherwise.")
+    ended_by: str = doc("Who ended it early; empty otherwise.")
+
+    @classmethod
+    def of(cls, row: Delegation, now: datetime) -> Self:
+        return cls.model_validate(
+            {
+                "id": row.id,
+                "from": row.from_user.get_username(),
+                "to": row.to_user.get_username(),
+                "scope": row.scope,
+                "starts_at": row.starts_at,
+                "ends_at": row.ends_at,
+                "reason": row.reason,
+                "active": row.ended_at is None and row.starts_at <= now < row.ends_at,
+                "created_by": row.created_by,
+                "created_at": row.created_at,
+                "ended_at": row.ended_at,
+                "ended_by": row.ended_by,
+            }
+        )
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)

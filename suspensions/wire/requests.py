@@ -373,6 +373,11 @@ class Decide(Body):
     calls: Annotated[list[EditedCall], Field(max_length=1000)] | MISSING = Field(
         MISSING, description="approve: edited arguments of editable calls."
     )
+    acting_for: Annotated[Text, Field(max_length=150)] | MISSING = Field(
+        MISSING,
+        description="Decide for this person (a username) through a delegation you hold from them now "
+        '(docs/identity.md, "Delegation"); 403 not_delegated otherwise.',
+    )
 
     @model_validator(mode="after")
     def _fits_the_decision(self) -> Self:

@@ -107,3 +107,22 @@ class CreateLegalHold(Body):
     scope: Scope | MISSING = Field(MISSING, description="Hold every run of this scope and below it.")
     run: Uuid | MISSING = Field(MISSING, description="Hold this one run.")
     reason: Annotated[Text, Field(max_length=500)] = Field(description="Why: a case, a request, an investigation.")
+
+
+Username = Annotated[Text, Field(max_length=150)]
+
+
+class CreateDelegation(Body):
+    """A delegation (docs/identity.md, "Delegation"): `to` decides for `from` in `scope` from `starts_at` (default
+    now) to `ends_at`. `from` left out: the caller's own person."""
+
+    from_: Username | MISSING = Field(
+        MISSING,
+        alias="from",
+        description="Who is away (a username). Left out: yourself; another person needs the operator role there.",
+    )
+    to: Username = Field(description="Who decides in their place (a username): an active staff user.")
+    scope: Scope = Field(description="Where: this scope and every scope under it.")
+    starts_at: AwareTime | MISSING = Field(MISSING, description="From when (RFC 3339); left out or past: now.")
+    ends_at: AwareTime = Field(description="Until when (RFC 3339): after starts_at, at most 366 days later.")
+    reason: Annotated[Trimmed, Field(max_length=500)] = Field("", description="Why, shown to the delegate.")

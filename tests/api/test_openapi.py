@@ -33,7 +33,7 @@ from suspensions.clock import db_now
 from suspensions.models import MessageStatus, WebhookMessage
 from suspensions.services import audit
 from suspensions.services.role_mappings import sync_roles
-from tests.helpers import client
+from tests.helpers import client, member
 
 SCHEMA = SchemaGenerator().get_schema(request=None, public=True)
 OPERATIONS = [
@@ -336,6 +336,21 @@ class World:
         sync_roles(user, ["payments-approvers"], cause="oidc sign-in https://id.example.com 00u1a2b3c")
         return self
 
+    def people(self) -> "World":
+        for name in ("alice", "bob"):
+            member(name, {"demo": ["approver"]}, is_staff=True)
+        return self
+
+    def delegation(self) -> "World":
+        body = {
+            "from": "alice",
+            "to": "bob",
+            "scope": "demo",
+            "ends_at": (timezone.now() + timedelta(days=2)).isoformat(),
+        }
+        self.ids[v.DELEGATION_ID] = self.people().made("operator", "/api/v1/delegations", body)["id"]
+        return self
+
     def message(self) -> "World":
         self.webhook()
         sent = self.made("operator", f"/api/v1/webhooks/{self.ids[v.WEBHOOK_ID]}/test")
@@ -360,6 +375,7 @@ class World:
         kind["notification-routes"] = v.ROUTE_ID
         kind["role-mappings"] = docs.identity.MAPPING_ID
         kind["legal-holds"] = v.HOLD_ID
+        kind["delegations"] = v.DELEGATION_ID
         first = template.split("/")[3]
         names = {"{id}": kind.get(first, ""), "{suspension_id}": v.SUSPENSION_ID, "{message_id}": v.MESSAGE_ID}
         names["{token}"] = v.CALLBACK_TOKEN
@@ -405,6 +421,10 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "get_approval_floor": World.floor,
     "update_approval_floor": World.floor,
     "delete_approval_floor": World.floor,
+    "create_delegation": World.people,
+    "list_delegations": World.delegation,
+    "get_delegation": World.delegation,
+    "end_delegation": World.delegation,
     "create_webhook": lambda w: w,
     "list_webhooks": World.webhook,
     "get_webhook": World.webhook,

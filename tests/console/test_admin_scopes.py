@@ -9,6 +9,7 @@ builder (or is listed as superuser-only).
 import hashlib
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from suspensions.models import (
     ApprovalFloor,
     ApprovalVote,
     ClosureReceipt,
+    Delegation,
     DeliveryAttempt,
     EarlyResult,
     Event,
@@ -232,6 +234,21 @@ def build_webhook(scope: str) -> WebhookEndpoint:
     )
 
 
+def build_delegation(scope: str) -> Delegation:
+    tag = uuid.uuid4().hex[:8]
+    now = timezone.now()
+    return stamped(
+        Delegation,
+        scope,
+        from_user=member(f"away-{tag}"),
+        to_user=member(f"stand-in-{tag}"),
+        starts_at=now,
+        ends_at=now + timedelta(days=1),
+        created_by=f"user:away-{tag}",
+        created_at=now,
+    )
+
+
 def build_floor(scope: str) -> ApprovalFloor:
     # One floor per scope: a second row asked of the same scope goes one level below it, still inside it.
     if ApprovalFloor.objects.filter(scope=scope).exists():
@@ -360,6 +377,7 @@ BUILDERS: dict[Any, Callable[[str], Any]] = {
     Membership: build_membership,
     WebhookEndpoint: build_webhook,
     ApprovalFloor: build_floor,
+    Delegation: build_delegation,
     WebhookMessage: build_message,
     OutboxEvent: build_outbox,
     NotificationRoute: build_route,

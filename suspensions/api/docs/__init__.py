@@ -18,14 +18,14 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 
 from ... import exceptions
 from ...wire.answers import Problem
-from . import audit, claims, floors, flows, identity, notification_routes, runs, webhooks
+from . import audit, claims, delegations, floors, flows, identity, notification_routes, runs, webhooks
 from . import samples as v
 from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc, refusal
 
 __all__ = ["EXAMPLES", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "meaning", "operation"]
 
 PROBLEM_JSON = "application/problem+json"
-_DOORS = (runs, claims, flows, floors, webhooks, notification_routes, audit, identity)
+_DOORS = (runs, claims, flows, floors, delegations, webhooks, notification_routes, audit, identity)
 OPERATIONS: dict[str, Doc] = {k: doc for door in _DOORS for k, doc in door.OPERATIONS.items()}
 EXAMPLES: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.EXAMPLES.items()}
 REFUSALS: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.REFUSALS.items()}

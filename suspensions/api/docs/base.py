@@ -42,6 +42,11 @@ TAGS = [
         "on_expiry, decisions by people only (operator).",
     },
     {
+        "name": "delegations",
+        "description": "While someone is away, who decides for them, where and until when; the delegate decides "
+        "with `acting_for`.",
+    },
+    {
         "name": "webhooks",
         "description": "Push instead of polling: endpoints, signed deliveries, tests and redeliveries (operator).",
     },
@@ -96,7 +101,9 @@ MEANING = {
     "version_drift": "the pause was stored by another `engine_version`; names both; send `accept_drift: true` to go on",
     "below_approval_floor": "the pause's `on_expiry` is one its scope's approval floors do not allow; names them",
     "person_required": "the approval's floor lets only a user, or a token linked to one, decide",
-    "separation_of_duties": "whoever stored the pause may not decide it (the policy's `exclude_requester`)",
+    "separation_of_duties": "whoever stored the pause may not decide it (the policy's `exclude_requester`), nor anyone "
+    "acting for them",
+    "not_delegated": "`acting_for` names someone you hold no active delegation from in this approval's scope",
     "not_editable": "`calls` edits a call that is not `editable`",
     "vote_mismatch": "this vote approves other calls than the votes before it",
     "arguments_invalid": "edited arguments do not match the call's `arguments_schema`; errors name call and path",

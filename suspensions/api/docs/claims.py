@@ -52,7 +52,14 @@ OPERATIONS = {
         "with `fresh: false`; another approver's is a conflict.",
         errors={
             400: ("invalid_request",),
-            403: ("forbidden", "not_an_approval", "separation_of_duties", "not_editable", "person_required"),
+            403: (
+                "forbidden",
+                "not_an_approval",
+                "separation_of_duties",
+                "not_editable",
+                "person_required",
+                "not_delegated",
+            ),
             404: ("not_found",),
             409: (*CLAIM_CONFLICTS, "vote_mismatch"),
             410: ("suspension_expired",),
@@ -201,6 +208,7 @@ APPROVAL = {
     "created_at": v.AT,
     "expires_at": v.LATER,
     "decided_by": "",
+    "acting_for": None,
     "note": "",
     "resolved_at": None,
     "admission_id": None,

@@ -15,6 +15,7 @@ ADMISSION_ID = "01a22e4f-5e9f-71ea-966d-27b48316a991"
 WEBHOOK_ID = "01a22e4f-351f-71a9-8405-e222bcbd535d"
 MESSAGE_ID = "01a22e4f-fe52-7465-a848-1b61f2b249eb"
 FLOOR_ID = "01a22e4f-2c4d-7b1e-9a3f-5e6d7c8b9a01"
+DELEGATION_ID = "01a22e4f-2c4d-7b1e-9a3f-5e6d7c8b9a02"
 ROUTE_ID = "01a22e4f-3e7a-7c2d-8b4f-6a7b8c9d0e12"
 HOLD_ID = "01a22e4f-41c8-7d3e-9c5a-7b8c9d0e1f23"
 REQUEST_DIGEST = "cd0632817fe245e8251cff92427ec750e126c8afb4bdaecbf0fef127ab164c42"
@@ -34,6 +35,7 @@ PLACEHOLDERS = (
     MESSAGE_ID,
     FLOOR_ID,
     HOLD_ID,
+    DELEGATION_ID,
     REQUEST_DIGEST,
     START_DIGEST,
     CORRELATION_ID,
@@ -290,6 +292,24 @@ def route(**fields: Any) -> dict[str, Any]:
         "description": "the on-call inbox",
         "created_by": OPERATOR,
         "created_at": AT,
+        **fields,
+    }
+
+
+def delegation(**fields: Any) -> dict[str, Any]:
+    return {
+        "id": DELEGATION_ID,
+        "from": "alice",
+        "to": "bob",
+        "scope": "demo",
+        "starts_at": AT,
+        "ends_at": "2026-12-07T18:00:00Z",
+        "reason": "On leave",
+        "active": True,
+        "created_by": "user:alice",
+        "created_at": AT,
+        "ended_at": None,
+        "ended_by": "",
         **fields,
     }
 

@@ -405,12 +405,14 @@ def decide(
     reason: str | None = None,
     response: str | None = None,
     calls: Sequence[Mapping[str, str]] | None = None,
+    acting_for: str | None = None,
 ) -> Call[Claimed | Denial | Vote]:
     """An approver's decision: `approve` (optionally with edited `calls`), `deny` (with a reason) or `respond`.
 
     Returns the admission (`Claimed`), a `Denial`, or a `Vote` (202) when the
     pause's quorum is not reached yet. `calls` is `[{"id", "arguments"}]`, each
-    `arguments` a string holding JSON.
+    `arguments` a string holding JSON. `acting_for` (a username) decides for someone
+    who named you their delegate (`NotDelegated` otherwise).
     """
     body = compact(
         version=version_of(version).as_json(),
@@ -418,6 +420,7 @@ def decide(
         reason=reason,
         response=response,
         calls=[dict(call) for call in calls] if calls is not None else None,
+        acting_for=acting_for,
     )
     return Call("POST", f"/approvals/{segment(suspension_id)}/decide", decision_of, body)
 

@@ -24,6 +24,7 @@ from .records import (
     ApprovalFloor,
     ApprovalLink,
     ClosureReceipt,
+    Delegation,
     ExpiryReceipt,
     NotificationRoute,
     ParkedWait,
@@ -362,3 +363,38 @@ def enable_notification_route(route_id: str, *, idempotency_key: str | None = No
     """Start a disabled route again."""
     path = f"/notification-routes/{segment(route_id)}/enable"
     return keyed("POST", path, of(NotificationRoute.from_json), idempotency_key=idempotency_key)
+
+
+# -- delegations (docs/identity.md, "Delegation") -----------------------------------------------
+
+
+def create_delegation(
+    *,
+    to: str,
+    scope: str,
+    ends_at: str,
+    from_: str | None = None,
+    starts_at: str | None = None,
+    reason: str | None = None,
+) -> Call[Delegation]:
+    """`to` decides for `from_` (left out: yourself) in `scope` until `ends_at` (RFC 3339), from `starts_at` or now."""
+    body = compact(to=to, scope=scope, ends_at=ends_at, starts_at=starts_at, reason=reason)
+    if from_ is not None:
+        body["from"] = from_
+    return Call("POST", "/delegations", of(Delegation.from_json), body)
+
+
+def list_delegations(*, cursor: str | None = None, page_size: int | None = None) -> Call[Page[Delegation]]:
+    """The delegations you gave or hold, and those of your operator scopes, newest first."""
+    params = query(cursor=cursor, page_size=page_size)
+    return Call("GET", "/delegations", page_of(Delegation.from_json), params=params)
+
+
+def get_delegation(delegation_id: str) -> Call[Delegation]:
+    """One delegation."""
+    return Call("GET", f"/delegations/{segment(delegation_id)}", of(Delegation.from_json))
+
+
+def end_delegation(delegation_id: str) -> Call[Delegation]:
+    """End a delegation now; one already ended is answered as it is."""
+    return Call("POST", f"/delegations/{segment(delegation_id)}/end", of(Delegation.from_json))

@@ -84,6 +84,11 @@ class Endpoints:
     park_flow_wait = Op(more.park_flow_wait)
     dispatch_resume = Op(more.dispatch_resume)
     agent_reply_runs = Op(more.agent_reply_runs)
+    # delegations
+    create_delegation = Op(more.create_delegation)
+    list_delegations = Op(more.list_delegations)
+    get_delegation = Op(more.get_delegation)
+    end_delegation = Op(more.end_delegation)
     # approval floors
     create_approval_floor = Op(more.create_approval_floor)
     list_approval_floors = Op(more.list_approval_floors)

@@ -180,6 +180,12 @@ class PersonRequired(PermissionDenied):
     code = "person_required"
 
 
+class NotDelegated(PermissionDenied):
+    """`acting_for` names someone who holds no active delegation to you over this approval's scope."""
+
+    code = "not_delegated"
+
+
 class NotFound(NotFoundError):
     code = "not_found"
 

@@ -364,3 +364,40 @@ class NotificationRoute:
             created_at=at(data["created_at"]),
             raw=data,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delegation:
+    """Who decides for whom while someone is away (docs/identity.md, "Delegation"); people by username."""
+
+    id: str
+    from_: str
+    to: str
+    scope: str
+    starts_at: datetime
+    ends_at: datetime
+    reason: str
+    active: bool
+    created_by: str
+    created_at: datetime
+    ended_at: datetime | None
+    ended_by: str
+    raw: JSON = raw_field()
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Delegation:
+        return cls(
+            id=data["id"],
+            from_=data["from"],
+            to=data["to"],
+            scope=data["scope"],
+            starts_at=at(data["starts_at"]),
+            ends_at=at(data["ends_at"]),
+            reason=data.get("reason", ""),
+            active=bool(data["active"]),
+            created_by=data["created_by"],
+            created_at=at(data["created_at"]),
+            ended_at=when(data.get("ended_at")),
+            ended_by=data.get("ended_by", ""),
+            raw=data,
+        )
