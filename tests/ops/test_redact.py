@@ -40,4 +40,3 @@ def test_every_spelling_of_a_capability_path_is_redacted_inside_a_json_line(sent
 )
 def test_a_line_without_a_capability_comes_back_unchanged(line):
     assert redact.text(line) == line
-
