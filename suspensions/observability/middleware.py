@@ -35,11 +35,13 @@ class RequestObservabilityMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         self.get_response = get_response
-        if iscoroutinefunction(get_response):
+        # Decided once: asgiref's test costs a few microseconds, on every request if asked there.
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
             markcoroutinefunction(self)
 
     def __call__(self, request: HttpRequest) -> Any:
-        if iscoroutinefunction(self):
+        if self.is_async:
             return self.answered_async(request)
         request_id, began = self.began(request)
         return self.answered(request, self.get_response(request), request_id, began)

@@ -37,6 +37,13 @@ def prefixes() -> tuple[str, ...]:
 
 
 @cache
+def _marks() -> tuple[str, ...]:
+    """What every match holds: each prefix's last segment and the separator after it, plain or percent-encoded."""
+    lasts = {prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in prefixes()}
+    return tuple(sorted(f"{last}{separator}" for last in lasts for separator in ("/", "%2")))
+
+
+@cache
 def _pattern() -> re.Pattern[str]:
     spellings = [re.escape(p) for p in prefixes()]
     spellings += [re.escape(p).replace("/", "%2[Ff]") for p in prefixes()]
@@ -60,8 +67,12 @@ def path(value: str) -> str:
 
 
 def text(value: str) -> str:
-    """Any text (a formatted log line) with every capability path in it redacted."""
+    """Any text (a formatted log line) with every capability path in it redacted.
+
+    Every log line passes here: a line without any prefix's last segment (`act/`, `callbacks%2F`, ...), nearly
+    all of them, is returned after a few substring tests, without running the pattern over it.
+    """
     pattern = _ready_pattern()
-    if pattern is None:
+    if pattern is None or not any(mark in value for mark in _marks()):
         return value
     return pattern.sub(rf"\1{REDACTED}", value)
