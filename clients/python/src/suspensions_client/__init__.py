@@ -75,6 +75,7 @@ from .records import (
     WebhookEndpoint,
     WebhookMessage,
 )
+from .records_admin import LegalHold, RoleChange, RoleMapping
 from .webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
@@ -112,6 +113,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidState",
     "LatestAdmission",
+    "LegalHold",
     "NotAnAgentReply",
     "NotAnApproval",
     "NotEditable",
@@ -130,6 +132,8 @@ __all__ = [
     "ResultsMismatch",
     "ResumeAlreadyStarted",
     "Retry",
+    "RoleChange",
+    "RoleMapping",
     "RetryNotice",
     "Run",
     "SeparationOfDuties",

@@ -1,7 +1,7 @@
 """The client's methods, listed once in `Endpoints`, which `Client` and `AsyncClient` share.
 
 Each method is an `Op`: the endpoint's `Call` (or a helper's flow) from
-_calls.py, _calls_more.py or loop.py, bound at attribute access to the
+_calls.py, _calls_more.py, _calls_admin.py or loop.py, bound at attribute access to the
 client's driver. On a `Client` (a `SyncEndpoints`) it returns the result; on
 an `AsyncClient` (an `AsyncEndpoints`) it returns a coroutine of the same
 result. The signature and the docstring are the builder's. Only the driver,
@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from . import _calls as calls
+from . import _calls_admin as admin
 from . import _calls_more as more
 from . import loop
 from ._transport import API_PREFIX, AsyncDriver, Call, Flow, SyncDriver
@@ -112,6 +113,16 @@ class Endpoints:
     test_webhook = Op(more.test_webhook)
     webhook_messages = Op(more.webhook_messages)
     redeliver = Op(more.redeliver)
+    # role mappings and role changes
+    create_role_mapping = Op(admin.create_role_mapping)
+    list_role_mappings = Op(admin.list_role_mappings)
+    get_role_mapping = Op(admin.get_role_mapping)
+    delete_role_mapping = Op(admin.delete_role_mapping)
+    list_role_changes = Op(admin.list_role_changes)
+    # legal holds
+    create_legal_hold = Op(admin.create_legal_hold)
+    list_legal_holds = Op(admin.list_legal_holds)
+    release_legal_hold = Op(admin.release_legal_hold)
     # the engine loop
     pause_for_approval = Op(loop.pause_for_approval)
     pause_for_tools = Op(loop.pause_for_tools)
