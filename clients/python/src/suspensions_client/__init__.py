@@ -59,7 +59,7 @@ from .errors import (
 )
 from .inbox import Inbox
 from .loop import Outcome, WaitTimeout
-from .models import Event, Page, PendingCall, Run, Suspension, SuspensionSummary, Version
+from .models import Event, NewRun, Page, PendingCall, Run, Suspension, SuspensionSummary, Version
 from .records import (
     AgentReplyRuns,
     Approval,
@@ -107,6 +107,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidState",
     "LatestAdmission",
+    "NewRun",
     "NotAnAgentReply",
     "NotAnApproval",
     "NotEditable",
