@@ -108,7 +108,11 @@ class RunList(replicas.LagTolerantGet, generics.ListAPIView):
     def post(self, request: Request) -> Response:
         body = parsed(requests.RegisterRun, request)
         principal = principal_of(request)
-        run = {"agent_id": body.agent_id, "scope": given(body.scope, None), "session_id": body.session_id}
+        run: dict[str, Any] = {
+            "agent_id": body.agent_id,
+            "scope": given(body.scope, None),
+            "session_id": body.session_id,
+        }
         run["tags"] = given(body.tags, ())
         if body.suspend is MISSING:
             registered = services.register_run(principal=principal, **run)

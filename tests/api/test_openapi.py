@@ -449,7 +449,7 @@ def test_every_example_is_accepted_by_the_live_api_and_answers_its_documented_sh
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("operation_id", sorted(LONG_LIVED))
-def test_the_waits_answer_their_documented_shape_through_the_asgi_process(asgi, token, operation_id):
+def test_the_waits_answer_their_documented_shape_through_the_asgi_process(asgi, token, operation_id):  # noqa: F811
     method, path, operation = BY_ID[operation_id]
     world = SETUP[operation_id](World(token))
     secret = token("demo", ["auditor"], "docs-waiter")
