@@ -37,7 +37,7 @@ try:
 except ImportError:  # a checkout where only `make run` installed the runtime set: the client is in the repository
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clients" / "python" / "src"))
 
-from suspensions_client import Client, Inbox, WebhookVerificationError, verify_webhook
+from suspensions_client import Client, Inbox, NewRun, WebhookVerificationError, verify_webhook
 
 CONTINUATION = {
     "messages": [
@@ -64,10 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         client = stack.enter_context(Client(args.url, args.token))
         inbox = listen(stack, client, args.webhook_port) if args.webhook_port else None
 
-        run = client.register("support-agent", scope=args.scope)
+        # The run's first pause registers it too: one request (docs/api.md, "One call to pause").
+        run = NewRun("support-agent", scope=args.scope)
         calls = [{"id": "call_1", "name": "send_refund", "arguments": {"order": 42, "amount": args.amount}}]
         pause = client.pause_for_approval(run, calls, CONTINUATION, ttl_seconds=args.ttl)
-        print(f"paused run {run.id} for approval {pause.id}", flush=True)
+        print(f"paused run {pause.run_id} for approval {pause.id}", flush=True)
         print(f"decide it at {args.url.rstrip('/')}/console/approvals/{pause.id}/", flush=True)
         if args.approve_with_token:
             with Client(args.url, args.approve_with_token) as approver:

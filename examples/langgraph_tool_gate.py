@@ -43,7 +43,7 @@ try:
     from langgraph.graph import END, START, MessagesState, StateGraph
 except ImportError:  # `make run` installs the runtime set only; langgraph is in the dev set
     sys.exit("This example needs langgraph: `make install` (the dev set has it), or `.venv/bin/pip install langgraph`.")
-from suspensions_client import Client
+from suspensions_client import Client, NewRun
 from suspensions_client.integrations.langgraph import Step, approval_node, pause_graph, resume_graph
 
 LEDGER = os.environ.get("REFUND_LEDGER")  # a file each refund that ran appends a line to (the tests count them)
@@ -81,12 +81,12 @@ def build(editable: bool = False) -> StateGraph:
 
 
 def pause(client: Client, args: argparse.Namespace) -> Step:
-    """Register a run and run the graph until its tool node pauses for approval."""
-    run = client.register("langgraph-agent", scope=args.scope)
+    """Run the graph until its tool node pauses for approval: that pause registers the run, in one request."""
+    run = NewRun("langgraph-agent", scope=args.scope)
     request = HumanMessage("Order 42 arrived broken, please refund it.")
     step = pause_graph(client, build(args.editable), run, {"messages": [request]})
     assert step.suspension is not None  # the stand-in model always asks for the refund
-    print(f"tool node paused run {run.id} for approval {step.suspension.id}", flush=True)
+    print(f"tool node paused run {step.suspension.run_id} for approval {step.suspension.id}", flush=True)
     print(f"decide it at {args.url.rstrip('/')}/console/approvals/{step.suspension.id}/", flush=True)
     return step
 

@@ -48,7 +48,7 @@ try:
     from agents.usage import Usage
 except ImportError:  # `make run` installs the runtime set only
     sys.exit("This example needs openai-agents: `pip install './clients/python[openai-agents]'` (or `make install`).")
-from suspensions_client import Client
+from suspensions_client import Client, NewRun
 from suspensions_client.integrations import openai_agents
 
 INSTRUCTIONS = "You are the support agent. Refunds need a supervisor's approval."
@@ -86,10 +86,10 @@ def build_agent(ledger: Path | None, amount: int = 900) -> Agent[Any]:
 
 async def ask(client: Client, args: argparse.Namespace) -> tuple[str, str]:
     """Run the agent until the refund asks for approval; pause the service's run on it."""
-    run = client.register("openai-agents-support", scope=args.scope)
+    run = NewRun("openai-agents-support", scope=args.scope, session_id="order-42")  # registered by its first pause
     agent = build_agent(args.ledger, args.amount)
     result = await Runner.run(agent, "Order 42 arrived broken, please refund it.")
-    pause = openai_agents.pause_for_approval(client, run, result, agent, editable=True, session_id=run.id)
+    pause = openai_agents.pause_for_approval(client, run, result, agent, editable=True, session_id="order-42")
     print(f"paused run {pause.run_id} for approval {pause.id}", flush=True)
     print(f"decide it at {args.url.rstrip('/')}/console/approvals/{pause.id}/", flush=True)
     return pause.run_id, pause.id

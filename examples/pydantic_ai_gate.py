@@ -41,7 +41,7 @@ try:
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 except ImportError:  # `make run` installs the runtime set only
     sys.exit("This example needs pydantic-ai: `pip install ./clients/python[pydantic-ai]` (or `make install`).")
-from suspensions_client import Client
+from suspensions_client import Client, NewRun
 from suspensions_client.integrations import pydantic_ai as gate
 
 INSTRUCTIONS = "You are the support agent. Refunds need a supervisor's approval."
@@ -72,7 +72,7 @@ def build(amount: int, ledger: Path | None) -> Agent[None, str | DeferredToolReq
 
 
 def ask(client: Client, args: argparse.Namespace) -> int:
-    run = client.register("pydantic-ai-agent", scope=args.scope)
+    run = NewRun("pydantic-ai-agent", scope=args.scope)  # registered by its first pause, in one request
     result = build(args.amount, args.ledger).run_sync("Order 42 arrived broken, please refund it.")
     if not isinstance(result.output, DeferredToolRequests):
         print(f"assistant: {result.output}", flush=True)

@@ -505,6 +505,8 @@ SPECTACULAR_SETTINGS = {
         "WebhookFormatEnum": ["standard", "slack"],
         "NotificationChannelEnum": ["email", "slack"],
     },
+    # The waits are Django async views, not DRF's: listed beside them (suspensions/api/schema.py).
+    "PREPROCESSING_HOOKS": ["suspensions.api.schema.long_lived_endpoints"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "suspensions.api.schema.problem_responses",

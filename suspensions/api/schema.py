@@ -10,22 +10,30 @@
 - The keyed creates (`@idempotent`, api/idempotency.py, which documents the
   header): their `400` for a bad key, `409 idempotency_mismatch` and the
   `Idempotent-Replayed` header of a replayed answer.
+- The waits (api/waits.py): Django async views, which drf-spectacular does
+  not list (it reads DRF views only); `long_lived_endpoints` lists them,
+  each documented by a class that holds only its schema.
 - The bearer token and staff session schemes, and the answer bodies' schemas
   (`AnswerSchemas`: suspensions/wire, pydantic models), imported in
   SuspensionsConfig.ready so they are registered before any schema is generated.
 """
 
-from typing import Any
+from typing import Any, NoReturn
 
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.contrib.pydantic import PydanticExtension
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic.json_schema import model_json_schema
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from .. import exceptions
+from ..strictjson import MAX_SAFE_INTEGER
+from ..wire.answers import EventOut, RunOut
 from ..wire.base import OpenAPI30, OpenAPI30Dialect
-from . import docs
+from . import docs, waits
 from .docs import samples
 from .idempotency import HEADER, REPLAYED
 
@@ -164,3 +172,79 @@ def keyed(responses: dict[str, Any]) -> None:
                 "schema": {"type": "string", "enum": ["true"]},
                 "description": "Present on a replay: this is the first answer to the same key and request.",
             }
+
+
+# -- the waits ----------------------------------------------------------------------------------
+
+
+SSE = "text/event-stream"
+
+
+def _whole(name: str, description: str, high: int = MAX_SAFE_INTEGER, **options: Any) -> OpenApiParameter:
+    schema = {"type": "integer", "minimum": 0, "maximum": high}
+    return OpenApiParameter(name, {**schema, **options}, description=description)  # type: ignore[arg-type]
+
+
+def _served_elsewhere(*args: Any) -> NoReturn:
+    raise NotImplementedError("api/waits.py serves this path; this class only documents it")
+
+
+def never_forbidden(operation: dict[str, Any]) -> dict[str, Any]:
+    """An operation without the 403 every other one has: a wait refuses a console session without staff access
+    as unauthenticated (401), and has no role to miss."""
+    responses = {key: answer for key, answer in operation["responses"].items() if key != (403, docs.PROBLEM_JSON)}
+    return {**operation, "responses": responses}
+
+
+class RunWaitSchema(APIView):
+    """`GET /runs/{id}/wait` as the schema shows it; api/waits.run_wait serves it."""
+
+    @extend_schema(
+        parameters=[
+            _whole("after_revision", "Answer once the run's revision passes this one. Default: its revision now."),
+            _whole(
+                "timeout",
+                f"Seconds to wait at most, 0 to {waits.WAIT_MAX_SECONDS}.",
+                waits.WAIT_MAX_SECONDS,
+                default=waits.WAIT_DEFAULT_SECONDS,
+            ),
+        ],
+        **never_forbidden(docs.operation("wait_run", ok={200: RunOut})),
+    )
+    def get(self, request: Request, pk: str) -> NoReturn:
+        _served_elsewhere()
+
+
+class EventStreamSchema(APIView):
+    """`GET /events/stream` as the schema shows it; api/waits.event_stream serves it."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("scope", str, description="Only this scope and those below it; one you hold a role in."),
+            _whole("last_event_id", "Start after this event id (as the `Last-Event-ID` header)."),
+            OpenApiParameter(
+                "Last-Event-ID",
+                {"type": "integer", "minimum": 0},  # type: ignore[arg-type]
+                OpenApiParameter.HEADER,
+                description="The id of the last message seen: the stream resumes after it (browsers send it).",
+            ),
+        ],
+        **docs.operation(
+            "stream_events",
+            ok={(200, SSE): OpenApiResponse(EventOut, description="Server-Sent Events; each message's `data`.")},
+        ),
+    )
+    def get(self, request: Request) -> NoReturn:
+        _served_elsewhere()
+
+
+# (path, route, view): as drf-spectacular lists the DRF views of api/urls.py.
+LONG_LIVED = [
+    ("/api/v1/runs/{pk}/wait", "api/v1/runs/<uuid:pk>/wait", RunWaitSchema.as_view()),
+    ("/api/v1/events/stream", "api/v1/events/stream", EventStreamSchema.as_view()),
+]
+
+
+def long_lived_endpoints(endpoints: list[Any]) -> list[Any]:
+    """drf-spectacular PREPROCESSING_HOOKS entry: the waits beside the DRF views."""
+    return [*endpoints, *((path, route, "GET", view) for path, route, view in LONG_LIVED)]

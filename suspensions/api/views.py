@@ -30,8 +30,10 @@ from ..wire.answers import (
     EventOut,
     LatestAdmissionOut,
     PausedOut,
+    RegisteredOut,
     ReplayedDecision,
     RunOut,
+    RunPausedOut,
     SuspensionOut,
     SuspensionSummaryOut,
     VotedOut,
@@ -101,18 +103,25 @@ class RunList(replicas.LagTolerantGet, generics.ListAPIView):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response([RunOut.of(run).wire() for run in page or []])
 
-    @extend_schema(**docs.operation("register_run", request=requests.RegisterRun, ok={201: RunOut}))
+    @extend_schema(**docs.operation("register_run", request=requests.RegisterRun, ok={201: RegisteredOut}))
     @idempotent
     def post(self, request: Request) -> Response:
         body = parsed(requests.RegisterRun, request)
-        run = services.register_run(
-            principal=principal_of(request),
-            agent_id=body.agent_id,
-            scope=given(body.scope, None),
-            session_id=body.session_id,
-            tags=given(body.tags, ()),
-        )
-        return Response(RunOut.of(run).wire(), status=201)
+        principal = principal_of(request)
+        run: dict[str, Any] = {
+            "agent_id": body.agent_id,
+            "scope": given(body.scope, None),
+            "session_id": body.session_id,
+        }
+        run["tags"] = given(body.tags, ())
+        if body.suspend is MISSING:
+            registered = services.register_run(principal=principal, **run)
+            return Response(RunOut.of(registered).wire(), status=201)
+        # docs/api.md, "One call to pause: `POST /runs` with `suspend`": the run and its first pause at once.
+        pause = pause_fields(body.suspend, request.data["suspend"])
+        paused = services.register_and_pause(principal=principal, pause=pause, **run)
+        url = callback_url(request, paused.suspension) if body.suspend.callback is True else None
+        return Response(RunPausedOut.of_paused(paused, url).wire(), status=201)
 
 
 @extend_schema_view(get=extend_schema(**docs.operation("get_run", ok={200: RunOut})))
@@ -151,24 +160,26 @@ def absolute_url(request: Request, path: str) -> str:
     return request.build_absolute_uri(path) if base == settings.CONSOLE_BASE_URL_DEFAULT else f"{base}{path}"
 
 
+def pause_fields(body: requests.Pause, raw: dict[str, Any]) -> dict[str, Any]:
+    """A pause's keywords for services.pause_run, but the run and its revision. Stored as given: the raw objects of
+    `pending`, `continuation` and `approval`, not the model's copy."""
+    return {
+        "reason": body.reason,
+        "pending": raw["pending"],
+        "continuation": raw["continuation"],
+        "ttl_seconds": given(body.ttl_seconds, None),
+        "approval": raw.get("approval"),
+        "engine_version": given(body.engine_version, ""),
+        "tags": given(body.tags, ()),
+    }
+
+
 class Suspend(APIView):
     @extend_schema(**docs.operation("suspend_run", request=requests.Suspend, ok={201: PausedOut}))
     def post(self, request: Request, pk: UUID) -> Response:
         body = parsed(requests.Suspend, request)
-        raw = request.data
-        # Stored as given: the raw objects, not the model's copy.
-        paused = services.pause_run(
-            principal=principal_of(request),
-            run_id=pk,
-            revision=body.revision,
-            reason=body.reason,
-            pending=raw["pending"],
-            continuation=raw["continuation"],
-            ttl_seconds=given(body.ttl_seconds, None),
-            approval=raw.get("approval"),
-            engine_version=given(body.engine_version, ""),
-            tags=given(body.tags, ()),
-        )
+        pause = pause_fields(body, request.data)
+        paused = services.pause_run(principal=principal_of(request), run_id=pk, revision=body.revision, **pause)
         url = callback_url(request, paused.suspension) if body.callback is True else None
         return Response(PausedOut.of_paused(paused, url).wire(), status=201)
 

@@ -2,7 +2,7 @@
 
 claims.py   the run lock, the fenced move, the event writer (the clock: suspensions/clock.py)
 claiming.py the one claim path every door goes through (`through(door)`): lock, actor, current-or-replay, checks, writes
-runs.py     T1 register, T2 suspend, T7 cancel, T8 complete and fail
+runs.py     T1 register, T2 suspend (and both in one call), T7 cancel, T8 complete and fail
 resumes.py  T3 one-shot resume, T4 agent-reply admission, T5 start
 early.py    early results: kept before their pause, and the resume they complete
 callbacks.py callback URLs: T3 by a signed capability instead of a token
@@ -29,5 +29,14 @@ from .deadlines import Extended, extend_deadline  # noqa: F401
 from .early import Kept, keep_early_result  # noqa: F401
 from .flows import Envelope, ParkedWait, park_flow_wait, resume_flow_wait  # noqa: F401
 from .resumes import admit_reply, resume_run, start_admission  # noqa: F401
-from .runs import Paused, cancel_run, complete_run, fail_run, pause_run, register_run, suspend_run  # noqa: F401
+from .runs import (  # noqa: F401
+    Paused,
+    cancel_run,
+    complete_run,
+    fail_run,
+    pause_run,
+    register_and_pause,
+    register_run,
+    suspend_run,
+)
 from .sweep import SweepResult, expire_batch, expire_suspensions  # noqa: F401

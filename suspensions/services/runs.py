@@ -1,10 +1,11 @@
 """A run's own life: T1 register, T2 suspend, T7 cancel, T8 complete and fail (docs/api.md, "2. Lifecycle").
 
 Register inserts a new run; the others are doors of the one claim path
-(claiming.through), each in one transaction that locks the run first.
+(claiming.through), each in one transaction that locks the run first. A
+register with its first pause is both, in one transaction (`register_and_pause`).
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -15,7 +16,7 @@ from django.db import transaction
 
 from .. import digests, floors, policies, scopes, selectors, tags
 from ..clock import db_now
-from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState
+from ..exceptions import AlreadySuspended, InvalidRequest, InvalidState, ServiceError
 from ..models import Admission, AdmissionState, Approval, ApprovalStatus, Reason, Role, Run, RunState, Suspension
 from ..principals import Principal
 from . import early
@@ -54,7 +55,8 @@ def register_run(
     if not scopes.is_valid(scope):
         raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
     require(principal, Role.ENGINE, scope)
-    with transaction.atomic():
+    # No savepoint when a caller's transaction holds it (register_and_pause): its refusals all come before.
+    with transaction.atomic(savepoint=False):
         now = db_now()
         run = Run(agent_id=agent_id, session_id=session_id, tags=list(tags), created_at=now, updated_at=now)
         run.stamp_scope(scope)
@@ -215,6 +217,33 @@ def pause_run(
         tags=tags,
     )
     return through(door, principal=principal, run_id=run_id)
+
+
+def register_and_pause(
+    *,
+    principal: Principal,
+    agent_id: str,
+    pause: Mapping[str, Any],
+    scope: str | None = None,
+    session_id: str = "",
+    tags: Sequence[str] = (),
+) -> Paused:
+    """T1 then T2 in one transaction (docs/api.md, "One call to pause: `POST /runs` with `suspend`"): the run is
+    registered at revision 1 and paused at revision 2, events `registered` then `suspended`.
+
+    `pause` holds `pause_run`'s keywords but the run and its revision. Locks
+    the new run for the pause, as every suspend does. A refusal of the pause
+    (its escalation chain, a floor) rolls the register back with it, so a
+    refused request writes nothing; its field errors are named under `suspend`.
+    """
+    with transaction.atomic():
+        run = register_run(principal=principal, agent_id=agent_id, scope=scope, session_id=session_id, tags=tags)
+        try:
+            return pause_run(principal=principal, run_id=run.id, revision=run.revision, **pause)
+        except ServiceError as refused:
+            if "errors" in refused.extra:  # the pause's fields are the body's `suspend`
+                refused.extra["errors"] = {"suspend": refused.extra["errors"]}
+            raise
 
 
 def open_approval(t: Locked, suspension: Suspension, policy: dict[str, Any]) -> None:

@@ -410,6 +410,24 @@ class PausedOut(SuspensionOut):
         return cls(**body)
 
 
+class RunPausedOut(Answer):
+    """The answer to a register with `suspend` (docs/api.md, "One call to pause: `POST /runs` with `suspend`"):
+    the run as it is now, paused at revision 2 on the pause, and the pause as a suspend answers it."""
+
+    run: RunOut
+    suspension: PausedOut
+
+    @classmethod
+    def of_paused(cls, paused: Any, callback_url: str | None = None) -> Self:
+        """The answer to a register and its pause (services.Paused)."""
+        run = RunOut.of(paused.suspension.run).model_copy(update={"suspension_id": paused.suspension.id})
+        return cls(run=run, suspension=PausedOut.of_paused(paused, callback_url))
+
+
+class RegisteredOut(RootModel[RunOut | RunPausedOut]):
+    """The answer to `POST /runs`: the run; with `suspend`, `{run, suspension}`."""
+
+
 class EarlyOut(Answer):
     """A kept early result (docs/api.md, "`POST /runs/{id}/early-results` — a result before its pause")."""
 

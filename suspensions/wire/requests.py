@@ -45,17 +45,6 @@ CLOSURE_SCHEMA_VERSION = 1
 EARLY_MAX_TTL = 7 * 86400
 
 
-class RegisterRun(Body):
-    agent_id: Shown200 = Field(description="Your agent's name.")
-    scope: Annotated[Text, Field(max_length=192)] | MISSING = Field(
-        MISSING,
-        description="`workspace[/project[/team]]`, within the token's scope; may be left out when the token holds "
-        "`engine` in exactly one scope.",
-    )
-    session_id: Annotated[ShownOrBlank, Field(max_length=200)] = Field("", description="Your session id; may be empty.")
-    tags: Tags | MISSING = MISSING
-
-
 # -- the pause ----------------------------------------------------------------------------------
 
 
@@ -212,8 +201,10 @@ class ApprovalPolicy(Body):
     escalation: Chain | MISSING = Field(MISSING, description=CHAIN_HELP)
 
 
-class Suspend(Body):
-    revision: RunRevision = Field(description="The run's current revision.")
+class Pause(Body):
+    """A pause's body: a suspend's without `revision` (the `suspend` of a register, docs/api.md, "One call to
+    pause: `POST /runs` with `suspend`"), and with it a suspend's own (`Suspend`)."""
+
     reason: ReasonName = Field(
         description="Who answers: an approver (`approval`), the engine itself (`external_tool`) or another agent "
         "(`agent_reply`)."
@@ -267,6 +258,26 @@ class Suspend(Body):
         elif any(c.reply_with is not MISSING for c in calls):
             refuse("reply_with is only for agent_reply pauses.", "pending")
         return self
+
+
+class Suspend(Pause):
+    revision: RunRevision = Field(description="The run's current revision.")
+
+
+class RegisterRun(Body):
+    agent_id: Shown200 = Field(description="Your agent's name.")
+    scope: Annotated[Text, Field(max_length=192)] | MISSING = Field(
+        MISSING,
+        description="`workspace[/project[/team]]`, within the token's scope; may be left out when the token holds "
+        "`engine` in exactly one scope.",
+    )
+    session_id: Annotated[ShownOrBlank, Field(max_length=200)] = Field("", description="Your session id; may be empty.")
+    tags: Tags | MISSING = MISSING
+    suspend: Pause | MISSING = Field(
+        MISSING,
+        description="Register and pause in one call: a suspend's body without `revision`. The answer is then "
+        "`{run, suspension}`, the run paused at revision 2.",
+    )
 
 
 # -- claims -------------------------------------------------------------------------------------

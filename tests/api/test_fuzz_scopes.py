@@ -19,6 +19,7 @@ from tests.helpers import call, client, continuation, pause, post, snapshot, ver
 
 ROLES = ("engine", "bus", "approver", "auditor", "operator")
 FOREIGN_SCOPES = ("other", "acmex", "acme/sub")
+LONG_LIVED = ("wait_run", "stream_events")
 
 
 def bodies(ids: dict[str, str]) -> dict[tuple[str, str], object]:
@@ -119,10 +120,12 @@ def acme(db, token):
 
 
 def operations():
+    """Every operation but the waits: they read on a thread of their own, which sees no uncommitted row, and the
+    stream never ends (tests/api/test_waits.py holds their 404 for another scope's run, through uvicorn)."""
     schema = json.loads(Client().get("/api/schema/?format=json").content)
     for path, item in schema["paths"].items():
-        for method in item:
-            if method in {"get", "post", "put", "patch", "delete"}:
+        for method, operation in item.items():
+            if method in {"get", "post", "put", "patch", "delete"} and operation["operationId"] not in LONG_LIVED:
                 yield method, path
 
 

@@ -33,6 +33,8 @@ from suspensions.clock import db_now
 from suspensions.models import MessageStatus, WebhookMessage
 from suspensions.services import audit
 from suspensions.services.role_mappings import sync_roles
+from tests.api import test_waits as waits
+from tests.api.test_waits import asgi  # noqa: F401  (the fixture: uvicorn on the test database)
 from tests.helpers import client, member
 
 SCHEMA = SchemaGenerator().get_schema(request=None, public=True)
@@ -173,8 +175,8 @@ def test_each_operation_lists_only_the_errors_it_can_answer_naming_their_codes(o
         assert {code: STATUS_OF.get(code) for code in codes} == dict.fromkeys(codes, status)
 
 
-# The one answer that is not one JSON document: the audit export, a JSON object a line.
-MEDIA = {"export_audit": "application/x-ndjson"}
+# The answers that are not one JSON document: the audit export, a JSON object a line; the event stream, SSE.
+MEDIA = {"export_audit": "application/x-ndjson", "stream_events": "text/event-stream"}
 
 
 def test_every_operation_answers_a_typed_body():
@@ -451,11 +453,17 @@ SETUP: dict[Any, Callable[[World], World]] = {
     "list_legal_holds": World.hold,
     "release_legal_hold": World.hold,
     "export_audit": World.sealed,
+    "wait_run": World.run,
+    "stream_events": World.run,
 }
+# The waits (api/waits.py) read on a thread of their own, so their rows must be committed, and the stream never
+# ends: they are called below, through the ASGI process, with the query that answers at once.
+LONG_LIVED = {"wait_run": "?after_revision=0", "stream_events": "?last_event_id=0"}
 # Operations without a request example are called as they are: a GET, or a POST without a body.
 CALLS = [
     (operation_id, name)
     for operation_id, (_, _, operation) in sorted(BY_ID.items())
+    if operation_id not in LONG_LIVED
     for name in (request_examples(operation) or [None])
 ]
 
@@ -489,6 +497,28 @@ def test_every_example_is_accepted_by_the_live_api_and_answers_its_documented_sh
     assert len(lines) > 1
     for line in lines:
         assert_shape(json.loads(line), schema, operation_id)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("operation_id", sorted(LONG_LIVED))
+def test_the_waits_answer_their_documented_shape_through_the_asgi_process(asgi, token, operation_id):  # noqa: F811
+    method, path, operation = BY_ID[operation_id]
+    world = SETUP[operation_id](World(token))
+    secret = token("demo", ["auditor"], "docs-waiter")
+    media = MEDIA.get(operation_id, "application/json")
+    schema = documented(operation, 200, media)["schema"]
+    target = world.path(path) + LONG_LIVED[operation_id]
+    if media == "application/json":
+        status, body = waits.get(asgi, target, secret)
+        assert status == 200, body
+        assert_shape(body, schema, operation_id)
+        assert body["id"] == world.ids[v.RUN_ID]
+        return
+    stream = waits.Stream(asgi, secret, LONG_LIVED[operation_id])
+    message = stream.message()
+    stream.close()
+    assert (message["event"], message["data"]["run_id"]) == ("registered", world.ids[v.RUN_ID])
+    assert_shape(message["data"], schema, operation_id)
 
 
 # -- the refusals every operation can give, as the service answers them --------------------------

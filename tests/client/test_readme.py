@@ -1,4 +1,4 @@
-"""The README's first pause runs as written (issue 51, point 5): its five steps, against the live server.
+"""The README's first pause runs as written (issue 51, point 5): its four steps, against the live server.
 
 The reader sets BASE and TOKEN from what `make run` printed; the test has both
 (`base_url`, `token`), so it runs the block without the two lines that set
@@ -22,7 +22,7 @@ SET_BY_THE_READER = ("BASE=", "TOKEN=")
 
 
 def first_pause(text: str) -> str:
-    section = text.split("## A first pause in five steps", 1)[1]
+    section = text.split("## A first pause in four steps", 1)[1]
     steps = blocks(section, "sh")[0]
     own = "\n".join(line for line in steps.splitlines() if not line.startswith(SET_BY_THE_READER))
     return "\n".join(["set -euo pipefail", CURL, own])
@@ -31,13 +31,13 @@ def first_pause(text: str) -> str:
 def test_the_readme_is_at_most_250_lines_and_sets_the_address_once():
     text = (ROOT / "README.md").read_text()
     assert len(text.splitlines()) <= 250
-    steps = blocks(text.split("## A first pause in five steps", 1)[1], "sh")[0]
+    steps = blocks(text.split("## A first pause in four steps", 1)[1], "sh")[0]
     assert steps.count("127.0.0.1:") == 2  # BASE's line, and its comment naming another PORT
     assert "$BASE/api/v1/runs" in steps
 
 
 @pytest.mark.slow
-def test_the_readme_s_five_steps_answer_what_they_say(base_url, token):
+def test_the_readme_s_four_steps_answer_what_they_say(base_url, token):
     script = first_pause((ROOT / "README.md").read_text())
     env = child_env(BASE=base_url, TOKEN=token("demo", ROLES, "readme"), DJANGO_SECRET_KEY="test-only-secret")
     run = subprocess.run(
@@ -47,10 +47,9 @@ def test_the_readme_s_five_steps_answer_what_they_say(base_url, token):
     calls = re.findall(r"^CALL (\S+) (\S+) (\d{3})$", run.stderr, flags=re.M)
     said = [(method, url.rsplit("/", 1)[1], status) for method, url, status in calls]
     assert said == [
-        ("POST", "runs", "201"),  # 1. register
-        ("POST", "suspend", "201"),  # 2. pause
-        ("POST", "resume", "201"),  # 3. resume once: fresh
-        ("POST", "resume", "200"),  # 4. the same resume again: fresh: false
-        ("POST", "complete", "200"),  # 5. finish
+        ("POST", "runs", "201"),  # 1. register and pause, in one call
+        ("POST", "resume", "201"),  # 2. resume once: fresh
+        ("POST", "resume", "200"),  # 3. the same resume again: fresh: false
+        ("POST", "complete", "200"),  # 4. finish
     ], run.stderr[-3000:]
     assert '"fresh": false' in run.stdout or '"fresh":false' in run.stdout

@@ -7,7 +7,7 @@ Each view names its operation id, its request shape and its 2xx shapes:
 `operation()` adds the rest from the tables of this package: summary,
 description, tag, request and answer examples, and one problem+json answer
 per error status the operation can give, naming its codes. The tables are
-per door (runs.py, claims.py, flows.py, floors.py, webhooks.py); each holds
+per door (runs.py, waits.py, claims.py, flows.py, floors.py, webhooks.py); each holds
 OPERATIONS (the words and the error codes), EXAMPLES and REFUSALS (problem
 examples). tests/api/test_openapi.py posts every request example.
 """
@@ -18,14 +18,14 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 
 from ... import exceptions
 from ...wire.answers import Problem
-from . import audit, claims, delegations, floors, flows, identity, notification_routes, runs, webhooks
+from . import audit, claims, delegations, floors, flows, identity, notification_routes, runs, waits, webhooks
 from . import samples as v
 from .base import ALWAYS, MEANING, SESSION_ONLY, TAG_NAMES, TAGS, Doc, refusal
 
 __all__ = ["EXAMPLES", "OPERATIONS", "PROBLEM_JSON", "TAG_NAMES", "TAGS", "Doc", "meaning", "operation"]
 
 PROBLEM_JSON = "application/problem+json"
-_DOORS = (runs, claims, flows, floors, delegations, webhooks, notification_routes, audit, identity)
+_DOORS = (runs, waits, claims, flows, floors, delegations, webhooks, notification_routes, audit, identity)
 OPERATIONS: dict[str, Doc] = {k: doc for door in _DOORS for k, doc in door.OPERATIONS.items()}
 EXAMPLES: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.EXAMPLES.items()}
 REFUSALS: dict[str, list[OpenApiExample]] = {k: x for door in _DOORS for k, x in door.REFUSALS.items()}

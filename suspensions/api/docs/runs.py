@@ -20,10 +20,18 @@ OPERATIONS = {
     "register_run": Doc(
         tag="runs",
         role="engine",
-        summary="Register a run (T1)",
+        summary="Register a run (T1), and pause it in the same call",
         description="Creates a run `running` at revision 1. `scope` may be left out when the token holds "
-        "`engine` in exactly one scope; otherwise it must lie within the token's scope.",
-        errors={400: ("invalid_request",), 403: ("forbidden",), 413: ("request_too_large",)},
+        "`engine` in exactly one scope; otherwise it must lie within the token's scope. With `suspend` (a "
+        "suspend's body without `revision`) the run is registered and paused in one transaction, events "
+        "`registered` then `suspended`, and the answer is `{run, suspension}`: the run paused at revision 2, "
+        "the pause as `POST /runs/{id}/suspend` answers it. A refusal of any field, inside `suspend` too "
+        "(named under it: `suspend.reason`), writes nothing: no run, no pause, no event.",
+        errors={
+            400: ("invalid_request", "below_approval_floor"),
+            403: ("forbidden",),
+            413: ("input_too_large", "request_too_large"),
+        },
     ),
     "list_runs": Doc(
         tag="runs",
@@ -216,6 +224,8 @@ SUSPEND_POLICY_EXAMPLES: list[OpenApiExample] = [
 ]
 
 EARLY = {"call_id": "call_1", "content": {"rows": 1}}
+# A register's `suspend`: a suspend's body without its revision.
+FIRST_PAUSE = {key: value for key, value in v.SUSPEND_TOOL.items() if key != "revision"}
 KEPT = {"run_id": v.RUN_ID, "call_id": "call_1", "digest": v.REQUEST_DIGEST, "expires_at": v.LATER, "fresh": True}
 # A run's first event; its hash is the real one, so a reader can check the example by hand (docs/auditors.md).
 REGISTERED = {
@@ -233,7 +243,20 @@ EXAMPLES: dict[str, list[OpenApiExample]] = {
     "register_run": [
         ex("token scope", {"agent_id": "support-agent", "session_id": "sess-1", "tags": ["team:support"]}),
         ex("a named scope", {"agent_id": "support-agent", "scope": "demo/prod"}),
+        ex(
+            "registered and paused in one call",
+            {"agent_id": "support-agent", "tags": ["team:support"], "suspend": FIRST_PAUSE},
+            description="The run's first pause with its register: one request, one transaction.",
+        ),
         answer("registered", v.run(), 201),
+        answer(
+            "registered and paused",
+            {
+                "run": v.run(state="paused", revision=2, last_reason="external_tool", suspension_id=v.SUSPENSION_ID),
+                "suspension": {**v.pause(), "run_revision": 2, "run_state": "paused"},
+            },
+            201,
+        ),
     ],
     "list_runs": [answer("a page", v.run(state="completed", revision=4, last_reason="external_tool"), 200)],
     "get_run": [answer("paused", v.run(state="paused", revision=2, suspension_id=v.SUSPENSION_ID), 200)],

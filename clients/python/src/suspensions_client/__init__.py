@@ -60,7 +60,7 @@ from .errors import (
 )
 from .inbox import Inbox
 from .loop import Outcome, WaitTimeout
-from .models import Event, Page, PendingCall, Run, Suspension, SuspensionSummary, Version
+from .models import Event, NewRun, Page, PendingCall, Run, Suspension, SuspensionSummary, Version
 from .records import (
     AgentReplyRuns,
     Approval,
@@ -114,6 +114,7 @@ __all__ = [
     "InvalidState",
     "LatestAdmission",
     "LegalHold",
+    "NewRun",
     "NotAnAgentReply",
     "NotAnApproval",
     "NotEditable",

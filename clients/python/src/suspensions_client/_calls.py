@@ -22,7 +22,7 @@ from .errors import (
     VersionConflict,
     error_from,
 )
-from .models import JSON, Event, Page, Run, Suspension, SuspensionSummary, Version
+from .models import JSON, Event, NewRun, Page, Run, Suspension, SuspensionSummary, Version
 
 T = TypeVar("T")
 
@@ -38,6 +38,7 @@ class HasAdmission(Protocol):
 
 
 RunRef = str | Run | Claimed
+PauseRef = RunRef | NewRun  # what a pause takes: a run, or one to register with the pause (its first)
 VersionRef = Version | HasVersion
 AdmissionRef = str | Admission | HasAdmission
 
@@ -190,7 +191,7 @@ def list_events(run_id: str, *, cursor: str | None = None, page_size: int | None
 
 
 def suspend(
-    run: RunRef,
+    run: PauseRef,
     *,
     reason: str,
     pending: Sequence[Mapping[str, Any]],
@@ -210,13 +211,13 @@ def suspend(
     (`Suspension.resume`). `tags`: the pause's own, after its run's (the
     answer's `tags` holds both).
 
-    A suspend is not a replay: resent after a lost answer it is refused as stale
-    or already paused, and the client then reads back the pause the first
-    attempt stored (same reason and pending calls) and returns it.
+    A `NewRun` as `run` registers it with this pause, its first, in one
+    request (`first_pause`). A suspend is not a replay: resent after a lost
+    answer it is refused as stale or already paused, and the client then reads
+    back the pause the first attempt stored (same reason and pending calls) and
+    returns it.
     """
-    run_id, rev = run_ref(run, revision)
     body = compact(
-        revision=rev,
         reason=reason,
         pending=[dict(call) for call in pending],
         continuation=dict(continuation),
@@ -226,6 +227,10 @@ def suspend(
         callback=callback,
         tags=list(tags) if tags else None,
     )
+    if isinstance(run, NewRun):
+        return first_pause(run, body)
+    run_id, rev = run_ref(run, revision)
+    body = {"revision": rev, **body}
 
     def recover(error: SuspensionsError) -> Flow[Suspension]:
         if isinstance(error, (VersionConflict, AlreadySuspended)):
@@ -237,6 +242,16 @@ def suspend(
         raise error
 
     return Call("POST", f"/runs/{segment(run_id)}/suspend", of(Suspension.from_json), body, recover=recover)
+
+
+def first_pause(run: NewRun, pause: JSON) -> Call[Suspension]:
+    """T1 and T2 in one request (docs/api.md, "One call to pause: `POST /runs` with `suspend`"): `POST /runs` with
+    the pause's body as `suspend`; the answer's `suspension`, its run paused at `run_revision` 2. Keyed, so a
+    resend after a lost answer gets the same run and pause back."""
+    tags = list(run.tags) if run.tags else None
+    body = compact(agent_id=run.agent_id, scope=run.scope, session_id=run.session_id, tags=tags) | {"suspend": pause}
+    parse = of(lambda data: Suspension.from_json(data["suspension"]))
+    return keyed("POST", "/runs", parse, body, idempotency_key=run.idempotency_key)
 
 
 def resume(

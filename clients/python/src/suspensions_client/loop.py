@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._calls import RunRef, get_run, latest_admission, list_admissions, suspend, wait_run
+from ._calls import PauseRef, get_run, latest_admission, list_admissions, suspend, wait_run
 from ._transport import Call, Flow, Wait, ask
 from .claims import Admission
 from .errors import ClientError, NotFound
@@ -89,7 +89,7 @@ def pending_call(call: PendingCall | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pause_for_approval(
-    run: RunRef,
+    run: PauseRef,
     calls: Sequence[PendingCall | Mapping[str, Any]],
     continuation: Mapping[str, Any],
     *,
@@ -104,7 +104,8 @@ def pause_for_approval(
     `calls` are `{id, name, arguments}` (arguments as a JSON string or an
     object), optionally with `arguments_schema` and `editable`; `approval` is
     the policy `{quorum, exclude_requester, on_expiry}`. `run` is the Run (or
-    the Claimed of the last start), whose revision it uses. `engine_version`:
+    the Claimed of the last start), whose revision it uses, or for a run's
+    first pause a `NewRun`: registered with the pause in one request. `engine_version`:
     a start from another version then raises `VersionDrift` unless it accepts it.
     """
     options = {"ttl_seconds": ttl_seconds, "approval": approval, "engine_version": engine_version, "tags": tags}
@@ -112,7 +113,7 @@ def pause_for_approval(
 
 
 def pause_for_tools(
-    run: RunRef,
+    run: PauseRef,
     calls: Sequence[PendingCall | Mapping[str, Any]],
     continuation: Mapping[str, Any],
     *,
@@ -123,6 +124,8 @@ def pause_for_tools(
     tags: Sequence[str] | None = None,
 ) -> Call[Suspension]:
     """Pause the run until the results of `calls` come back (T2 with reason `external_tool`).
+
+    `run` as in `pause_for_approval`: a Run, a Claimed, or a `NewRun` for its first pause.
 
     Results already kept with `early_result` resume the pause at once when
     they answer every call: `pause.resume` is then the one-shot resume's
@@ -138,7 +141,7 @@ def pause_for_tools(
 
 def paused(
     reason: str,
-    run: RunRef,
+    run: PauseRef,
     calls: Sequence[PendingCall | Mapping[str, Any]],
     continuation: Mapping[str, Any],
     **options: Any,

@@ -41,6 +41,25 @@ def raw_field() -> Any:
     return field(default_factory=dict, repr=False, compare=False)
 
 
+@dataclass(frozen=True)
+class NewRun:
+    """A run not registered yet, where a pause takes its run: the pause then registers it in the same request
+    (`POST /runs` with `suspend`, docs/api.md, "One call to pause: `POST /runs` with `suspend`").
+
+    `client.pause_for_approval(NewRun("support-agent"), calls, continuation)`
+    is `register` then the pause in one round trip and one transaction: the
+    answer is the pause, its run paused at `run_revision` 2. Sent with an
+    `Idempotency-Key` (`idempotency_key`, or a new one), so a resend after a
+    lost answer gets the same run and pause back.
+    """
+
+    agent_id: str
+    scope: str | None = None
+    session_id: str | None = None
+    tags: tuple[str, ...] = ()
+    idempotency_key: str | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Version:
     """The claim version `{run_id, suspension_id, run_revision}`: what the caller saw of a pause."""

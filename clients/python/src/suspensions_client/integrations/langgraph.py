@@ -1,7 +1,7 @@
 """A tool-node gate for LangGraph: `interrupt()` becomes a pause, the approver's decision `Command(resume=...)`.
 
     builder.add_node("tools", approval_node([send_refund]))        # instead of ToolNode
-    step = pause_graph(client, builder, run, {"messages": [...]})   # runs until the gate interrupts, then pauses
+    step = pause_graph(client, builder, NewRun("agent"), {"messages": [...]})  # until the gate interrupts: pauses
     ...                                                             # this process may exit now
     step = resume_graph(client, builder, run_id, suspension_id)     # a new process: waits, then resumes the graph
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from ..claims import Claimed
 from ..client import Client
 from ..errors import ClientError, NotFound, ResumeAlreadyStarted, StartUncertain
 from ..loop import Outcome
-from ..models import Run, Suspension
+from ..models import NewRun, Run, Suspension
 
 Tool = Callable[..., Any]
 SERDE = JsonPlusSerializer()
@@ -114,32 +115,47 @@ def run_tool(tools: Mapping[str, Tool], call: Mapping[str, str]) -> ToolMessage:
 def pause_graph(
     client: Client,
     builder: StateGraph[Any],
-    run: Run,
+    run: Run | NewRun,
     graph_input: Mapping[str, Any],
     *,
     ttl_seconds: int | None = None,
     approval: Mapping[str, Any] | None = None,
     messages_key: str = "messages",
 ) -> Step:
-    """Run the graph from its input until it ends or its gate interrupts; an interrupt pauses `run`."""
-    thread: RunnableConfig = {"configurable": {"thread_id": run.id}}
+    """Run the graph from its input until it ends or its gate interrupts; an interrupt pauses `run`.
+
+    A `NewRun` is registered by its first pause, in the same request: a graph
+    that ends without interrupting then registers nothing (its step has no
+    suspension and no run to complete). Its thread is its `session_id`, or a new id.
+    """
+    thread_id = run.id if isinstance(run, Run) else run.session_id or str(uuid.uuid4())
+    thread: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     saver = InMemorySaver()
     output = builder.compile(checkpointer=saver).invoke(dict(graph_input), thread)
     options = {"ttl_seconds": ttl_seconds, "approval": approval, "messages_key": messages_key}
-    return settle(client, saver, run.id, run.revision, output, **options)
+    revision = run.revision if isinstance(run, Run) else 1
+    return settle(client, saver, run, revision, output, thread_id=thread_id, **options)
 
 
 def settle(
-    client: Client, saver: InMemorySaver, run_id: str, revision: int, output: dict[str, Any], **options: Any
+    client: Client,
+    saver: InMemorySaver,
+    run: str | Run | NewRun,
+    revision: int,
+    output: dict[str, Any],
+    *,
+    thread_id: str,
+    **options: Any,
 ) -> Step:
     """Pause the run if the graph interrupted at the gate, with its checkpoint as the continuation."""
     interrupts = output.pop("__interrupt__", None)
     if not interrupts:
         return Step(state=output, revision=revision)
     messages_key = options.pop("messages_key")
-    continuation = continuation_of(saver, run_id, output[messages_key])
+    continuation = continuation_of(saver, thread_id, output[messages_key])
     calls = interrupts[0].value["calls"]
-    pause = client.pause_for_approval(run_id, calls, continuation, revision=revision, **options)
+    ref = run.id if isinstance(run, Run) else run
+    pause = client.pause_for_approval(ref, calls, continuation, revision=revision, **options)
     return Step(state=output, revision=pause.run_revision or revision, suspension=pause)
 
 
@@ -218,7 +234,7 @@ def resume_graph(
     output = graph.invoke(resume, {"configurable": {"thread_id": run_id}})
     if started is None:
         return Step(state=output, revision=revision, outcome=outcome)  # the run has ended: no pause again
-    step = settle(client, saver, run_id, revision, output, messages_key=messages_key)
+    step = settle(client, saver, run_id, revision, output, thread_id=run_id, messages_key=messages_key)
     return Step(state=step.state, revision=step.revision, suspension=step.suspension, outcome=outcome)
 
 

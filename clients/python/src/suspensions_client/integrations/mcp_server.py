@@ -4,10 +4,10 @@
     suspensions-mcp --transport http --port 8765      # streamable HTTP at http://127.0.0.1:8765/mcp
 
 Tools: `request_approval` registers a run (tagged `suspensions-mcp`) and
-pauses it for approval of one tool call (the approval id and the console
-link come back at once; a client with URL-mode elicitation is sent to the
-approval's page instead and gets the decision, spent once: mcp_elicit.py);
-`get_approval` reads its state and decision;
+pauses it for approval of one tool call, in one request (the approval id
+and the console link come back at once; a client with URL-mode elicitation
+is sent to the approval's page instead and gets the decision, spent once:
+mcp_elicit.py); `get_approval` reads its state and decision;
 `wait_for_decision` waits, at most `timeout_seconds`, for the decision;
 `claim_approval` spends an approved (or answered) decision of this server's
 own request: it starts and completes the run, once. The token needs the
@@ -45,6 +45,7 @@ from starlette.types import ASGIApp
 
 from ..aio import AsyncClient
 from ..errors import ClientError, NotFound, SuspensionsError
+from ..models import NewRun
 from ..records import Approval
 from . import mcp_elicit
 from .mcp_http import BearerGate, loopback
@@ -182,14 +183,10 @@ async def request(
     summary: str,
 ) -> dict[str, Any]:
     with problems_as_tool_errors():
-        run = await client.register(agent_id, scope=scope, tags=[MARKER])
-        try:
-            pause = await client.pause_for_approval(
-                run, [call], continuation(agent_id, call["name"], summary), ttl_seconds=ttl_seconds, approval=policy
-            )
-        except SuspensionsError:
-            await client.cancel(run)  # the pause was refused: leave no run behind that nobody will ever end
-            raise
+        # One request registers the run and pauses it: a refused pause leaves no run behind.
+        run = NewRun(agent_id, scope=scope, tags=(MARKER,))
+        summarised = continuation(agent_id, call["name"], summary)
+        pause = await client.pause_for_approval(run, [call], summarised, ttl_seconds=ttl_seconds, approval=policy)
     return {
         "approval_id": pause.id,
         "run_id": pause.run_id,

@@ -36,7 +36,7 @@ from typing import Any
 from agents import Agent, FunctionTool, RunResult, RunState, Tool
 from agents.items import ToolApprovalItem
 
-from .._calls import RunRef
+from .._calls import PauseRef
 from ..claims import Claimed
 from ..client import Client
 from ..errors import ClientError, NotFound
@@ -115,7 +115,7 @@ def continuation(result: RunResult, agent: Agent[Any], *, session_id: str = "") 
 
 def pause_for_approval(
     client: Client,
-    run: RunRef,
+    run: PauseRef,
     result: RunResult,
     agent: Agent[Any] | None = None,
     *,
@@ -125,7 +125,10 @@ def pause_for_approval(
     approval: Mapping[str, Any] | None = None,
     revision: int | None = None,
 ) -> Suspension:
-    """Pause `run` on the result's interruptions; after this the process holding `result` may exit."""
+    """Pause `run` on the result's interruptions; after this the process holding `result` may exit.
+
+    `run` is the Run (or the Claimed of its last start), or for its first pause a `NewRun`: registered with the
+    pause in one request."""
     if not result.interruptions:
         raise ValueError("the result has no interruptions: nothing asks for approval")
     agent = agent or result.last_agent

@@ -39,7 +39,7 @@ from typing import Any
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
 
-from .._calls import RunRef
+from .._calls import PauseRef
 from ..claims import Claimed
 from ..client import Client
 from ..errors import NotFound
@@ -115,7 +115,7 @@ def from_continuation(continuation: Mapping[str, Any]) -> list[ModelMessage]:
 
 def pause(
     client: Client,
-    run: RunRef,
+    run: PauseRef,
     requests: DeferredToolRequests,
     messages: Sequence[ModelMessage],
     *,
@@ -124,7 +124,10 @@ def pause(
     approval: Mapping[str, Any] | None = None,
     **continuation: Any,
 ) -> Suspension:
-    """Pause `run` for approval of the deferred calls; `continuation` takes `to_continuation`'s keywords."""
+    """Pause `run` for approval of the deferred calls; `continuation` takes `to_continuation`'s keywords.
+
+    `run` is the Run (or the Claimed of its last start), or for its first pause a `NewRun`: registered with the
+    pause in one request."""
     calls = pending_calls(requests, editable=editable)
     return client.pause_for_approval(
         run, calls, to_continuation(messages, **continuation), ttl_seconds=ttl_seconds, approval=approval
