@@ -7,9 +7,9 @@ runs every way at every client count once, in rotating order); the figures
 are the median (min-max) of the rounds, the ratios taken inside each round.
 
 - S-http: the service over HTTP (gunicorn, gthread, 2 workers x 16 threads,
-  keep-alive clients): register (T1), suspend for approval with the pending
-  call and the continuation (T2) -- the pause; then approve (T4) and start
-  (T5, which hands the continuation back) -- the resume. Four requests.
+  keep-alive clients): register with the first pause for approval, the pending
+  call and the continuation, in one request (T1 + T2) -- the pause; then approve (T4) and start
+  (T5, which hands the continuation back) -- the resume. Three requests.
 - LG-in: LangGraph in-process, a one-node graph on `PostgresSaver` (a psycopg
   pool, the documented set-up: autocommit, prepare_threshold=0, dict rows).
   The pause is the first `invoke` (the thread starts, checkpoints the state
@@ -200,15 +200,14 @@ def service_cycle(who: Any, lat: list[float]) -> None:
     from suspensions import services
 
     t0 = time.perf_counter()
-    run = services.register_run(principal=who, agent_id="bench-agent", scope=SCOPE)
-    suspension = services.suspend_run(
+    paused = services.register_and_pause(
         principal=who,
-        run_id=run.id,
-        revision=run.revision,
-        reason="approval",
-        pending=common.pending_call(),
-        continuation=common.continuation(),
+        agent_id="bench-agent",
+        scope=SCOPE,
+        pause={"reason": "approval", "pending": common.pending_call(), "continuation": common.continuation()},
     )
+    suspension = paused.suspension
+    run = suspension.run
     t1 = time.perf_counter()
     version = services.Version(run_id=run.id, suspension_id=suspension.id, run_revision=suspension.run.revision)
     claimed = services.approve(principal=who, suspension_id=suspension.id, version=version)
@@ -242,22 +241,11 @@ def http_cycle(client: common.Client, lat: list[float]) -> None:
     import json
 
     t0 = time.perf_counter()
-    status, body = client.call("POST", "/api/v1/runs", {"agent_id": "bench-agent", "scope": SCOPE})
-    assert status == 201, body[:300]
-    run = json.loads(body)
-    status, body = client.call(
-        "POST",
-        f"/api/v1/runs/{run['id']}/suspend",
-        {
-            "revision": run["revision"],
-            "reason": "approval",
-            "pending": common.pending_call(),
-            "continuation": common.continuation(),
-        },
-    )
+    pause = {"reason": "approval", "pending": common.pending_call(), "continuation": common.continuation()}
+    status, body = client.call("POST", "/api/v1/runs", {"agent_id": "bench-agent", "scope": SCOPE, "suspend": pause})
     t1 = time.perf_counter()
     assert status == 201, body[:300]
-    s = json.loads(body)
+    s = json.loads(body)["suspension"]
     version = {"run_id": s["run_id"], "suspension_id": s["id"], "run_revision": s["run_revision"]}
     status, body = client.call(
         "POST", f"/api/v1/approvals/{s['id']}/decide", {"version": version, "decision": "approve"}
@@ -414,11 +402,20 @@ def ratio_names() -> list[str]:
 
 
 def peer_ratios(phases: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
-    """Every way other than the peers over each peer, round by round: "median (min-max)"."""
+    """Every way other than the peers over each peer, round by round: "median (min-max)"; then the service's pause
+    p50 over LangGraph's at each client count (issue 53's target at 1 client: at most 1.2)."""
     out: dict[str, str] = {}
     for peer in PEERS:
         ratios = common.round_ratios(phases, peer, METRIC)
         out.update({k: v for k, v in ratios.items() if k.split("@")[0] not in PEERS})
+    for key, ours in phases.items():
+        way, clients = key.split("@")
+        theirs = phases.get(f"LG-in@{clients}")
+        if way == SERVICE and theirs:
+            values = [
+                o["pause_p50_ms"] / t["pause_p50_ms"] for o, t in zip(ours, theirs, strict=False) if t["pause_p50_ms"]
+            ]
+            out[f"pause p50, {key} / LG-in@{clients} (lower is faster)"] = common.spread(values)
     return out
 
 

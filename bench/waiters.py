@@ -7,7 +7,11 @@ event loop. The server's resident memory is read from /proc idle (after a warm-u
 then `--wakes` runs are paused one after another (a transition through the services, in a thread), and each of
 their waiters records how long after that commit its answer arrived.
 
-    .venv/bin/python bench/waiters.py [--waiters 10000] [--runs 1000] [--wakes 50]
+With `--decide`, the runs are paused for approval first and each wake is an approver's decision (approve through
+the services, as the API's decide calls them): how soon an engine that waits, with no webhook receiver, hears of the
+decision (docs/api.md, "Waiting without webhooks").
+
+    .venv/bin/python bench/waiters.py [--waiters 10000] [--runs 1000] [--wakes 50] [--decide]
 """
 
 import asyncio
@@ -17,7 +21,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -61,9 +67,10 @@ def start_uvicorn(url: str) -> tuple[subprocess.Popen[bytes], int]:
 
 
 async def wait_once(port: int, token: str, run_id: str, timeout: int, answered: dict[str, list[float]]) -> None:
+    """One long poll on `run_id` past its revision now (the run as it is, at once, with timeout 0)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     request = (
-        f"GET /api/v1/runs/{run_id}/wait?after_revision=1&timeout={timeout} HTTP/1.1\r\n"
+        f"GET /api/v1/runs/{run_id}/wait?timeout={timeout} HTTP/1.1\r\n"
         f"Host: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
     )
     writer.write(request.encode())
@@ -101,7 +108,41 @@ async def held_when_all_parked(port: int, pid: int, waiters: int) -> int:
     return rss_kib(pid)
 
 
-async def measure(port: int, pid: int, token: str, runs: list[str], waiters: int, wakes: int) -> dict[str, float]:
+def pause(run_id: str, reason: str = "external_tool") -> Any:
+    """T2 on a registered run (revision 1), through the services; returns the pause."""
+    from suspensions import services
+
+    engine = common.principal("bench", ["engine"])
+    return services.suspend_run(
+        principal=engine,
+        run_id=run_id,
+        revision=1,
+        reason=reason,
+        pending=common.pending_call(),
+        continuation=common.continuation(),
+    )
+
+
+def decide(suspension: Any) -> float:
+    """An approver's approval of `suspension`, through the services; the time just after its commit."""
+    from suspensions import services
+
+    approver = common.principal("bench", ["approver"], name="approver")
+    version = services.Version(
+        run_id=suspension.run_id, suspension_id=suspension.id, run_revision=suspension.run.revision
+    )
+    services.approve(principal=approver, suspension_id=suspension.id, version=version)
+    return time.monotonic()
+
+
+def paused_now(run_id: str) -> float:
+    pause(run_id)
+    return time.monotonic()  # after the commit
+
+
+async def measure(
+    port: int, pid: int, token: str, runs: list[str], waiters: int, wakes: int, wake: Callable[[str], float]
+) -> dict[str, float]:
     warm: dict[str, list[float]] = {}
     await asyncio.gather(*(wait_once(port, token, runs[i % len(runs)], 0, warm) for i in range(200)))
     await asyncio.sleep(1)
@@ -119,25 +160,10 @@ async def measure(port: int, pid: int, token: str, runs: list[str], waiters: int
     print(
         f"holding {waiters}: RSS {held} KiB; {sum(len(v) for v in answered.values())} answered early", file=sys.stderr
     )
-    engine = common.principal("bench", ["engine"])
-    from suspensions import services
-
     latencies: list[float] = []
     loop = asyncio.get_running_loop()
     for run_id in runs[:wakes]:
-
-        def pause(run_id: str = run_id) -> float:
-            services.suspend_run(
-                principal=engine,
-                run_id=run_id,
-                revision=1,
-                reason="external_tool",
-                pending=common.pending_call(),
-                continuation=common.continuation(),
-            )
-            return time.monotonic()  # after the commit
-
-        committed = await loop.run_in_executor(None, pause)
+        committed = await loop.run_in_executor(None, wake, run_id)
         expected = sum(1 for i in range(waiters) if runs[i % len(runs)] == run_id)
         while len(answered.get(run_id, [])) < expected:
             await asyncio.sleep(0.001)
@@ -160,14 +186,19 @@ def main() -> None:
     parser.add_argument("--waiters", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=1_000)
     parser.add_argument("--wakes", type=int, default=50)
+    parser.add_argument("--decide", action="store_true", help="pause for approval first; each wake is a decision")
     args = parser.parse_args()
     url = common.setup_django()
     common.reset_tables()
     runs = [str(r) for r in common.bulk_runs(args.runs, "bench")]
+    wake: Callable[[str], float] = paused_now
+    if args.decide:
+        pauses = {run_id: pause(run_id, "approval") for run_id in runs[: args.wakes]}
+        wake = lambda run_id: decide(pauses[run_id])  # noqa: E731
     token = common.make_token("bench", ["engine"], "waiters")
     process, port = start_uvicorn(url)
     try:
-        result = asyncio.run(measure(port, process.pid, token, runs, args.waiters, args.wakes))
+        result = asyncio.run(measure(port, process.pid, token, runs, args.waiters, args.wakes, wake))
     finally:
         process.terminate()  # uvicorn waits for its open connections: a moment, then no longer
         try:
@@ -175,12 +206,12 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    result |= {"waiters": args.waiters, "runs": args.runs}
+    result |= {"waiters": args.waiters, "runs": args.runs, "wake": "decision" if args.decide else "pause"}
     print(json.dumps(result, indent=2))
     print(
         f"{args.waiters} waiters in one uvicorn process: RSS {result['idle_rss_mib']:.0f} MiB idle, "
         f"{result['held_rss_mib']:.0f} MiB holding them ({result['kib_per_waiter']:.1f} KiB each); "
-        f"a change reached its waiters in {result['wake_p50_ms']:.1f} ms p50, {result['wake_p95_ms']:.1f} ms p95 "
+        f"a {result['wake']} reached its waiters in {result['wake_p50_ms']:.1f} ms p50, {result['wake_p95_ms']:.1f} ms p95 "
         f"({result['woken']} answers)"
     )
 
