@@ -68,12 +68,12 @@ def api_schema(keep_connection):
         deterministic=True,
         with_security_parameters=False,
     )
-    # The waits hold their answer up to a minute and the stream never ends: tests/api/test_waits.py drives them
-    # through uvicorn, tests/api/test_openapi.py holds their answers to the schema.
-    return schema.exclude(operation_id=list(LONG_LIVED))
+    return schema
 
 
-schema = schemathesis.pytest.from_fixture("api_schema")
+# The waits hold their answer up to a minute and the stream never ends: tests/api/test_waits.py drives them
+# through uvicorn, tests/api/test_openapi.py holds their answers to the schema.
+schema = schemathesis.pytest.from_fixture("api_schema").exclude(operation_id=list(LONG_LIVED))
 
 
 @pytest.fixture
