@@ -82,15 +82,20 @@ def act(request: HttpRequest, token: str) -> HttpResponse:
     return _post(request, ready)
 
 
-@require_http_methods(["GET"])
-def resume(request: HttpRequest) -> HttpResponse:
-    """After the sign-in: back to the link the approver opened, whose token the session kept."""
+def back_to_link(request: HttpRequest, key: str, route: str) -> HttpResponse:
+    """After the sign-in: back to the link the approver opened (`route`), whose token the session kept under `key`."""
     if not request.user.is_authenticated:
         return redirect_to_login(request.path)
-    token = request.session.pop(WAITING_LINK, None)
+    token = request.session.pop(key, None)
     if not isinstance(token, str):
         return redirect("console:inbox")
-    return redirect("console:act", token)
+    return redirect(route, token)
+
+
+@require_http_methods(["GET"])
+def resume(request: HttpRequest) -> HttpResponse:
+    """After the sign-in: back to the emailed link the approver opened."""
+    return back_to_link(request, WAITING_LINK, "console:act")
 
 
 def _post(request: HttpRequest, ready: Ready) -> HttpResponse:

@@ -22,7 +22,7 @@ from .. import approval_links
 from ..models import Approval, ApprovalStatus, Role, Run
 from ..principals import principal_of
 from .access import staff_required
-from .act import TEMPLATE, Refusal
+from .act import TEMPLATE, Refusal, back_to_link
 
 # The link opened before signing in, until `resume` takes the approver back to it: never in the sign-in page's
 # `next`, a URL that proxies log (docs/deploy.md, "Logs").
@@ -40,13 +40,8 @@ def open_link(request: HttpRequest, token: str) -> HttpResponse:
 
 @require_GET
 def resume(request: HttpRequest) -> HttpResponse:
-    """After the sign-in: back to the link the approver opened, whose token the session kept."""
-    if not request.user.is_authenticated:
-        return redirect_to_login(request.path)
-    token = request.session.pop(WAITING_LINK, None)
-    if not isinstance(token, str):
-        return redirect("console:inbox")
-    return redirect("console:open_link", token)
+    """After the sign-in: back to the sealed approval link the approver opened."""
+    return back_to_link(request, WAITING_LINK, "console:open_link")
 
 
 @staff_required

@@ -3,9 +3,6 @@
 claim path (the run resumes exactly once), a replay that changes nothing, and a conflicting answer refused."""
 
 import asyncio
-import http.client
-import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,31 +15,14 @@ from google.protobuf import json_format, struct_pb2
 
 from suspensions.models import Admission, Approval, Event, Run
 from suspensions.tokens import create_token
-from tests.api.test_waits import free_port
+from tests.api.test_waits import asgi  # noqa: F401  (the fixture: uvicorn on the test database)
 from tests.helpers import approval_pause
-from tests.processes import Processes, child_env, wait_for
 
 
 @pytest.fixture
-def server(tmp_path):
+def server(asgi):  # noqa: F811  (the fixture imported above)
     """uvicorn serving suspensions_project.asgi (as `make run` does) on the test database; its base URL."""
-    port = free_port()
-    procs = Processes()
-    command = [str(Path(sys.executable).parent / "uvicorn"), "suspensions_project.asgi:application"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    procs.start(command, env=child_env(DJANGO_DEBUG="0"), log_path=tmp_path / "uvicorn.log")
-
-    def up() -> bool:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-
-    wait_for(up, "uvicorn to serve")
-    yield f"http://127.0.0.1:{port}"
-    procs.stop_all()
+    return f"http://127.0.0.1:{asgi}"
 
 
 def answer(task_id: str, message_id: str, **decision: Any) -> SendMessageRequest:
