@@ -26,7 +26,6 @@ but the public key: it recomputes every hash, every root and every signature.
 
 import base64
 import functools
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,11 +42,8 @@ from .. import audit
 from ..clock import db_now
 from ..models import AuditCheckpoint, AuditRunHead, Event, EventType, OutboxEvent, PrunedRun, Run
 from . import outbox
+from .chains import COVERED, runs_by_chain
 from .sql.rows import Writes
-
-COVERED = ("id", "run_id", "scope", "kind", "actor", "revision", "data", "at", "prev_hash", "hash")
-PAGE = 2000
-
 
 # -- the key ------------------------------------------------------------------------------------
 
@@ -336,39 +332,6 @@ def verify_checkpoints(report: Report) -> Sealed:
         for r, h, n in checkpoint.runs:
             lines.setdefault(str(r), []).append((name, h, int(n)))
     return lines
-
-
-def runs_by_chain(
-    scope: str | None, run_id: str | None, *, before: datetime | None = None
-) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Each run's events in (run_id, id) order, in keyset pages of PAGE: memory holds one page and one run.
-
-    `before`: only the events older than it (what pruning would drop).
-    """
-    events = Event.objects.all() if before is None else Event.objects.filter(at__lt=before)
-    if run_id is not None:
-        events = events.filter(run_id=run_id)
-    if scope is not None:
-        events = events.filter(Q(scope=scope) | Q(scope__startswith=scope + "/"))
-    after: tuple[Any, ...] = ()
-    current: tuple[str | None, list[dict[str, Any]]] = (None, [])
-    while True:
-        page = events.order_by("run_id", "id")
-        if after:
-            page = page.filter(Q(run_id__gt=after[0]) | Q(run_id=after[0], id__gt=after[1]))
-        rows = list(page.values(*COVERED)[:PAGE])
-        for row in rows:
-            rid = str(row["run_id"])
-            if rid != current[0]:
-                if current[0] is not None:
-                    yield current[0], current[1]
-                current = (rid, [])
-            current[1].append(row)
-        if len(rows) < PAGE:
-            if current[0] is not None:
-                yield current[0], current[1]
-            return
-        after = (rows[-1]["run_id"], rows[-1]["id"])
 
 
 def verify_all(*, scope: str | None = None, run_id: str | None = None) -> Report:
