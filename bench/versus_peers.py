@@ -411,7 +411,7 @@ def peer_ratios(phases: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
     for key, ours in phases.items():
         way, clients = key.split("@")
         theirs = phases.get(f"LG-in@{clients}")
-        if way == SERVICE and theirs:
+        if way == SERVICE and theirs and all("pause_p50_ms" in r for r in ours + theirs):
             values = [
                 o["pause_p50_ms"] / t["pause_p50_ms"] for o, t in zip(ours, theirs, strict=False) if t["pause_p50_ms"]
             ]

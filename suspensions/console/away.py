@@ -16,14 +16,14 @@ from uuid import UUID
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import selectors
-from ..exceptions import NotDelegated, ServiceError
+from ..exceptions import NotDelegated, NotFound, ServiceError
 from ..models import Delegation, Role
 from ..principals import Principal, principal_of
 from ..services import delegations
@@ -124,6 +124,8 @@ def away(request: HttpRequest) -> HttpResponse:
 def end(request: HttpRequest, pk: UUID) -> HttpResponse:
     try:
         ended = delegations.end_delegation(principal=principal_of(request), delegation_id=pk)
+    except NotFound:
+        raise Http404("delegation not found") from None
     except ServiceError as exc:
         messages.error(request, exc.detail)
     else:

@@ -96,11 +96,11 @@ def test_every_event_names_the_authenticated_actor_and_never_one_from_the_body(e
 
 def test_no_api_operation_updates_or_deletes_a_record_only_configuration_changes(db):
     """Runs, pauses, admissions, receipts and events are never updated or deleted through the API; an operator's
-    approval floors and notification routes (configuration, like webhook endpoints) are the resources edited or
-    removed in place."""
+    approval floors, notification routes and role mappings (configuration, like webhook endpoints) are the resources
+    edited or removed in place."""
     schema = json.loads(Client().get("/api/schema/?format=json").content)
     edited = {p for p, item in schema["paths"].items() for m in item if m in {"put", "patch", "delete"}}
-    assert edited == {"/api/v1/approval-floors/{id}", "/api/v1/notification-routes/{id}"}
+    assert edited == {"/api/v1/approval-floors/{id}", "/api/v1/notification-routes/{id}", "/api/v1/role-mappings/{id}"}
 
 
 @pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])

@@ -8,14 +8,16 @@ an id that does not exist, and writes nothing; lists never show a foreign row.
 
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 
 from suspensions.models import Membership
-from tests.helpers import call, client, continuation, pause, post, snapshot, version
+from tests.helpers import call, client, continuation, member, pause, post, snapshot, version
 
 ROLES = ("engine", "bus", "approver", "auditor", "operator")
 FOREIGN_SCOPES = ("other", "acmex", "acme/sub")
@@ -54,6 +56,12 @@ def kind(path: str, name: str) -> str:
         return "floor"
     if path.startswith("/api/v1/notification-routes/"):
         return "route"
+    if path.startswith("/api/v1/delegations/"):
+        return "delegation"
+    if path.startswith("/api/v1/role-mappings/"):
+        return "mapping"
+    if path.startswith("/api/v1/legal-holds/"):
+        return "hold"
     assert path.startswith("/api/v1/runs/"), f"no object kind known for {path}: add it to kind()"
     return "run"
 
@@ -94,6 +102,13 @@ def acme(db, token):
     floor = post(owner, "/api/v1/approval-floors", {"scope": "acme", "quorum": 2}).json()
     route = post(owner, "/api/v1/notification-routes", {"scope": "acme", "kind": "email", "target": "a@example.com"})
     route = route.json()
+    for name in ("alice", "bob"):
+        member(name, {"acme": ["approver"]}, is_staff=True)
+    ends = (timezone.now() + timedelta(days=1)).isoformat()
+    delegation = post(owner, "/api/v1/delegations", {"from": "alice", "to": "bob", "scope": "acme", "ends_at": ends})
+    mapping = post(owner, "/api/v1/role-mappings", {"group": "acme-approvers", "scope": "acme", "role": "approver"})
+    hold = post(owner, "/api/v1/legal-holds", {"scope": "acme", "reason": "a case"})
+    made = {"delegation": delegation.json()["id"], "mapping": mapping.json()["id"], "hold": hold.json()["id"]}
     ids = {
         "run": approval["run_id"],
         "suspension": approval["id"],
@@ -102,8 +117,10 @@ def acme(db, token):
         "message": sent["id"],
         "floor": floor["id"],
         "route": route["id"],
+        **made,
     }
     every = {
+        *made.values(),
         approval["run_id"],
         approval["id"],
         tool["run_id"],

@@ -22,6 +22,7 @@ from suspensions.models import DeliveryAttempt, Run, WebhookEndpoint, WebhookMes
 from suspensions.principals import Principal
 from suspensions.tokens import create_token
 from tests.api.test_a2a_client import answer, sent, server, session  # noqa: F401 - `server` is a fixture
+from tests.api.test_waits import asgi  # noqa: F401 - `server` needs this fixture
 from tests.helpers import approval_pause
 from tests.processes import wait_for
 
