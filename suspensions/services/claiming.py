@@ -21,7 +21,8 @@ Every refusal is raised before the first write, so a refused request leaves
 no trace. The sweep (T9) is the one batch form of the same sequence:
 services/sweep.py locks runs `SKIP LOCKED`, re-reads them, keeps the rows
 still current, and writes each batch set-based. A register (T1) has no run
-to lock: runs.register_run inserts it.
+to lock: runs.register_run inserts it; a register with its first pause
+hands the new run to `through` as `new`.
 
 How a door is written. A door is a frozen dataclass holding only its
 request, with a `role` and the three steps; a step's parameters are all it
@@ -153,14 +154,18 @@ def through(
     principal: Principal,
     run_id: UUID | str | None = None,
     admission_id: UUID | str | None = None,
+    new: Locked | None = None,
 ) -> A:
     """The one claim path: lock, actor, current-or-replay, checks, writes, in one transaction.
 
-    The run is named by its id, or (a start) by one of its admissions: the lock finds it.
+    The run is named by its id, or (a start) by one of its admissions: the lock finds it. Or it is `new`:
+    a run the caller's transaction has just inserted (runs.register_and_pause), which no other transaction
+    can see, so step 1 has nothing to lock or read; its writes join the caller's and go in the same round
+    trip, and a refusal rolls back the caller's whole transaction (no savepoint).
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=new is None):
         door.begin()
-        t = lock_run(principal, run_id, admission_id=admission_id)  # 1. the lock
+        t = new or lock_run(principal, run_id, admission_id=admission_id)  # 1. the lock
         door.admits(t)  # 2. the actor
         current = door.earlier(t)  # 3. current or replay
         if isinstance(current, Replay):

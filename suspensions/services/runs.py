@@ -35,7 +35,6 @@ from .claims import (
     resolve_approval,
     write_events,
 )
-from .sql.rows import Writes
 
 
 def register_run(
@@ -47,6 +46,18 @@ def register_run(
     tags: Sequence[str] = (),
 ) -> Run:
     """T1 register: a new run `running` at revision 1 in a scope the engine holds, with its `tags`. No lock."""
+    new = registered(principal=principal, agent_id=agent_id, scope=scope, session_id=session_id, tags=tags)
+    # No savepoint when a caller's transaction holds it (flows): every refusal came before.
+    with transaction.atomic(savepoint=False):
+        new.writes.send()
+    return new.run
+
+
+def registered(
+    *, principal: Principal, agent_id: str, scope: str | None, session_id: str, tags: Sequence[str]
+) -> Locked:
+    """T1's checks and rows: the new run and its `registered` event, waiting in the writes of the run as a
+    `Locked` (no other transaction can see it yet); the caller sends them. Every refusal comes first."""
     if scope is None:
         held = principal.scopes_with(Role.ENGINE)
         if len(held) != 1:
@@ -55,16 +66,14 @@ def register_run(
     if not scopes.is_valid(scope):
         raise InvalidRequest("scope is not a valid scope path", errors={"scope": ["Not a valid scope."]})
     require(principal, Role.ENGINE, scope)
-    # No savepoint when a caller's transaction holds it (register_and_pause): its refusals all come before.
-    with transaction.atomic(savepoint=False):
-        now = db_now()
-        run = Run(agent_id=agent_id, session_id=session_id, tags=list(tags), created_at=now, updated_at=now)
-        run.stamp_scope(scope)
-        writes = Writes()
-        writes.insert([run])
-        write_events(writes, event(run, "registered", principal.name, now, agent_id=agent_id))
-        writes.send()
-    return run
+    now = db_now()
+    run = Run(agent_id=agent_id, session_id=session_id, tags=list(tags), created_at=now, updated_at=now)
+    run.stamp_scope(scope)
+    run._state.fields_cache["suspension"] = None  # a new run has no pause: run.suspension answers without a query
+    new = Locked(principal=principal, run=run, live=None, now=now)
+    new.writes.insert([run])
+    write_events(new.writes, event(run, "registered", principal.name, now, agent_id=agent_id))
+    return new
 
 
 @dataclass
@@ -196,6 +205,7 @@ def pause_run(
     approval: dict[str, Any] | None = None,
     engine_version: str = "",
     tags: Sequence[str] = (),
+    new: Locked | None = None,
 ) -> Paused:
     """T2 suspend: a running run at `revision` pauses; opens an approval for `approval` pauses.
 
@@ -203,6 +213,7 @@ def pause_run(
     (already_suspended) and a finished run (invalid_state). `approval` is the
     pause's policy (docs/policies.md), validated by the caller. An `external_tool`
     pause whose calls all have early results comes back resumed (`Paused.resume`).
+    `new`: the run this transaction has just registered (register_and_pause), instead of locking `run_id`.
     """
     door = Suspend(
         revision=revision,
@@ -216,7 +227,7 @@ def pause_run(
         engine_version=engine_version,
         tags=tags,
     )
-    return through(door, principal=principal, run_id=run_id)
+    return through(door, principal=principal, run_id=run_id, new=new)
 
 
 def register_and_pause(
@@ -231,15 +242,17 @@ def register_and_pause(
     """T1 then T2 in one transaction (docs/api.md, "One call to pause: `POST /runs` with `suspend`"): the run is
     registered at revision 1 and paused at revision 2, events `registered` then `suspended`.
 
-    `pause` holds `pause_run`'s keywords but the run and its revision. Locks
-    the new run for the pause, as every suspend does. A refusal of the pause
-    (its escalation chain, a floor) rolls the register back with it, so a
-    refused request writes nothing; its field errors are named under `suspend`.
+    `pause` holds `pause_run`'s keywords but the run and its revision. The
+    pause goes through the claim path like every suspend, handed the new run
+    (`through`'s `new`: nothing to lock, the run's rows and the pause's sent in
+    one round trip). A refusal of the pause (its escalation chain, a floor)
+    rolls the register back with it, so a refused request writes nothing; its
+    field errors are named under `suspend`.
     """
     with transaction.atomic():
-        run = register_run(principal=principal, agent_id=agent_id, scope=scope, session_id=session_id, tags=tags)
+        new = registered(principal=principal, agent_id=agent_id, scope=scope, session_id=session_id, tags=tags)
         try:
-            return pause_run(principal=principal, run_id=run.id, revision=run.revision, **pause)
+            return pause_run(principal=principal, run_id=new.run.id, revision=new.run.revision, new=new, **pause)
         except ServiceError as refused:
             if "errors" in refused.extra:  # the pause's fields are the body's `suspend`
                 refused.extra["errors"] = {"suspend": refused.extra["errors"]}
