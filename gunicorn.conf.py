@@ -95,3 +95,20 @@ def worker_exit(server: object, worker: object) -> None:
     from suspensions.observability import tracing
 
     tracing.flush()
+
+
+def post_worker_init(worker: object) -> None:
+    """What a worker has loaded (Django, and every view the URLconf imports) leaves the cyclic GC's reach.
+
+    The web process holds about 240,000 objects the garbage collector tracks once loaded (Django, DRF, the
+    A2A and MCP SDKs, pydantic's models), all alive for the process's life. A full collection walked them all:
+    about 120 ms with the GIL held, every thread of the worker stalled, every few hundred requests. Frozen
+    (gc.freeze), a full collection walks only what requests made: about 1 ms (docs/performance.md, "Where the
+    time goes"). The URLconf is imported first, so the views are loaded, and frozen, before the first request.
+    """
+    import gc
+
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018 (imports every view now)
+    gc.freeze()
