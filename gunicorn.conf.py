@@ -108,7 +108,10 @@ def post_worker_init(worker: object) -> None:
     """
     import gc
 
+    from django.apps import apps
     from django.urls import get_resolver
 
+    if not apps.ready:  # an application that sets Django up at its first request: nothing loaded to freeze yet
+        return
     get_resolver().url_patterns  # noqa: B018 (imports every view now)
     gc.freeze()
